@@ -1,0 +1,134 @@
+"""Reader for broker files: JSON (a list of objects, or {"id": "rack"}) or CSV ``id,rack[,weight][,capacity_bytes]``."""
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from ..errors import InputError
+from ..model import Brokers
+from .jsontext import parse_json
+
+_STATES = {"live": False, "removed": True, "remove": True}
+
+
+def read_broker_file(text: str, source: str, fmt: str | None = None) -> Brokers:
+    stripped = text.lstrip()
+    if fmt == "json" or (fmt is None and stripped[:1] in ("[", "{")):
+        return _from_json(parse_json(text, source), source)
+    return _from_csv(text, source)
+
+
+def _broker_id(value: object, source: str, place: str) -> int:
+    if type(value) is int:
+        bid = value
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        bid = int(value.strip())
+    else:
+        raise InputError(source, place, "broker id must be an integer", value)
+    if not 0 <= bid < 2**31:
+        raise InputError(source, place, "broker id out of range (0 .. 2147483647)", bid)
+    return bid
+
+
+def _weight(value: object, source: str, place: str) -> float:
+    try:
+        w = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        raise InputError(source, place, "weight must be a number", value) from None
+    if not math.isfinite(w) or w <= 0:
+        raise InputError(source, place, "weight must be a positive number", value)
+    return w
+
+
+def _capacity(value: object, source: str, place: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if type(value) is int:
+        cap = value
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        cap = int(value.strip())
+    elif isinstance(value, float) and value.is_integer():
+        cap = int(value)
+    else:
+        raise InputError(source, place, "capacity_bytes must be an integer", value)
+    if cap <= 0:
+        raise InputError(source, place, "capacity_bytes must be positive", value)
+    return cap
+
+
+def _rack(value: object, source: str, place: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(source, place, "rack must be a string", value)
+    return value.strip() or None
+
+
+def _assemble(rows: list[tuple[int, str | None, float, int | None, bool, str]], source: str) -> Brokers:
+    if not rows:
+        raise InputError(source, "", "no brokers listed")
+    seen: dict[int, str] = {}
+    for bid, _, _, _, _, place in rows:
+        if bid in seen:
+            raise InputError(source, place, f"duplicate broker id (also at {seen[bid]})", bid)
+        seen[bid] = place
+    return Brokers.build(
+        [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows]
+    )
+
+
+def _from_json(doc: object, source: str) -> Brokers:
+    rows = []
+    if isinstance(doc, dict):
+        # {"0": "a", "1": "b"}: broker id -> rack
+        for key, rack in doc.items():
+            place = f"key {key!r}"
+            rows.append((_broker_id(key, source, place), _rack(rack, source, place), 1.0, None, False, place))
+        return _assemble(rows, source)
+    if not isinstance(doc, list):
+        raise InputError(source, "top level", "expected a list of brokers or an object of id: rack", type(doc).__name__)
+    for i, e in enumerate(doc):
+        place = f"[{i}]"
+        if not isinstance(e, dict):
+            raise InputError(source, place, "wrong type: expected an object", type(e).__name__)
+        if "id" not in e:
+            raise InputError(source, f"{place}.id", "missing field")
+        unknown = sorted(set(e) - {"id", "rack", "weight", "capacity_bytes", "state"})
+        if unknown:
+            raise InputError(source, f"{place}.{unknown[0]}", "unknown field (known: id, rack, weight, capacity_bytes, state)")
+        bid = _broker_id(e["id"], source, f"{place}.id")
+        if type(e["id"]) is not int:
+            raise InputError(source, f"{place}.id", "broker id must be an integer", e["id"])
+        state = e.get("state", "live")
+        if state not in _STATES:
+            raise InputError(source, f"{place}.state", "state must be \"live\" or \"removed\"", state)
+        rows.append((
+            bid,
+            _rack(e.get("rack"), source, f"{place}.rack"),
+            _weight(e.get("weight", 1), source, f"{place}.weight"),
+            _capacity(e.get("capacity_bytes"), source, f"{place}.capacity_bytes"),
+            _STATES[state],
+            place,
+        ))
+    return _assemble(rows, source)
+
+
+def _from_csv(text: str, source: str) -> Brokers:
+    rows = []
+    reader = csv.reader(io.StringIO(text))
+    for lineno, rec in enumerate(reader, start=1):
+        rec = [c.strip() for c in rec]
+        if not rec or all(c == "" for c in rec) or rec[0].startswith("#"):
+            continue
+        if lineno == 1 and not rec[0].lstrip("-").isdigit() and rec[0].lower() in ("id", "broker", "broker_id"):
+            continue  # header
+        place = f"line {lineno}"
+        if len(rec) > 4:
+            raise InputError(source, place, "too many columns (expected id,rack[,weight][,capacity_bytes])", ",".join(rec))
+        bid = _broker_id(rec[0], source, f"{place}: id")
+        rack = rec[1] or None if len(rec) > 1 else None
+        weight = _weight(rec[2], source, f"{place}: weight") if len(rec) > 2 and rec[2] != "" else 1.0
+        cap = _capacity(rec[3], source, f"{place}: capacity_bytes") if len(rec) > 3 else None
+        rows.append((bid, rack, weight, cap, False, place))
+    return _assemble(rows, source)

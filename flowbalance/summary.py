@@ -1,0 +1,139 @@
+"""Plain-data views of metrics (dicts and lists) for JSON output and for the terminal renderers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .metrics import StateMetrics, spread, topic_spread
+from .model import ClusterState
+from .targets import intervals
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What ``check`` calls balanced. Spreads are max - min per broker (relative to each broker's share when weighted)."""
+
+    replica_spread: int = 1
+    topic_spread: int | None = 1  # None: per-topic balance not checked
+    leader_spread: int = 1
+    failover_spread: int | None = None  # None: not checked
+
+
+def _meets(counts: np.ndarray, total: int, state: ClusterState, limit: int) -> bool:
+    """Equal weights: spread <= limit. Weights: each live broker within its interval widened by limit - 1."""
+    b = state.brokers
+    live = b.live
+    if np.any(counts[~live] > 0):
+        return False
+    if not b.weighted:
+        return spread(counts, b.weight, live) <= limit + 1e-9
+    lo, hi = intervals(total, b.weight, live)
+    slack = limit - 1
+    c = counts[live]
+    return bool(np.all((c >= lo[live] - slack) & (c <= hi[live] + slack)))
+
+
+def evaluate(state: ClusterState, m: StateMetrics, th: Thresholds) -> dict[str, bool]:
+    """Each check's pass/fail; the cluster is balanced when all pass."""
+    checks = {
+        "replicas": _meets(m.replicas, m.num_replicas, state, th.replica_spread),
+        "leaders": _meets(m.leaders, m.num_partitions, state, th.leader_spread),
+        "racks": len(m.rack_violations) == 0,
+        "removed_brokers_empty": m.replicas_on_removed == 0,
+    }
+    if th.topic_spread is not None:
+        if state.brokers.weighted:
+            checks["topics"] = topic_spread(state, slack=th.topic_spread - 1).unbalanced_topics == 0
+        else:
+            checks["topics"] = m.topic.spread <= th.topic_spread + 1e-9
+    if th.failover_spread is not None:
+        checks["failover"] = m.failover.worst[1] <= th.failover_spread + 1e-9
+    return checks
+
+
+def _num(x):
+    if x is None:
+        return None
+    if isinstance(x, (float, np.floating)) and float(x).is_integer():
+        return int(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    return float(x) if isinstance(x, np.floating) else x
+
+
+def partition_name(state: ClusterState, row: int) -> str:
+    return f"{state.topics[state.topic[row]]}-{int(state.partition[row])}"
+
+
+def metrics_dict(state: ClusterState, m: StateMetrics, *, max_listed: int = 20) -> dict:
+    """Every metric of one state as JSON-ready data (the schema is documented in docs/formats.md)."""
+    b = state.brokers
+    rack_names = [b.rack_names[r] if r >= 0 else None for r in b.rack]
+    per_broker = []
+    for i in range(len(b)):
+        row = {
+            "broker": int(b.ids[i]),
+            "rack": rack_names[i],
+            "removed": bool(b.removed[i]),
+            "weight": _num(float(b.weight[i])),
+            "replicas": int(m.replicas[i]),
+            "target_min": int(m.replica_lo[i]),
+            "target_max": int(m.replica_hi[i]),
+            "leaders": int(m.leaders[i]),
+            "bytes": int(m.bytes[i]) if m.bytes is not None else None,
+            "capacity_bytes": int(b.capacity[i]) if b.capacity[i] >= 0 else None,
+        }
+        per_broker.append(row)
+    worst_f, worst_fs = m.failover.worst
+    worst_r, worst_rs = m.rack_failover.worst
+    viol = m.rack_violations
+    return {
+        "cluster": {
+            "brokers": len(b),
+            "live_brokers": int(b.live.sum()),
+            "removed_brokers": [int(x) for x in b.ids[b.removed]],
+            "racks": list(b.rack_names),
+            "topics": len(state.topics),
+            "partitions": m.num_partitions,
+            "replicas": m.num_replicas,
+            "sizes_known": m.bytes is not None,
+        },
+        "replicas": {
+            "spread": _num(m.replica_spread),
+            "min": int(m.replicas[b.live].min()) if b.live.any() else 0,
+            "max": int(m.replicas[b.live].max()) if b.live.any() else 0,
+            "on_removed_brokers": m.replicas_on_removed,
+        },
+        "topics": {
+            "worst_spread": _num(m.topic.spread),
+            "worst_topic": m.topic.worst_topic,
+            "unbalanced_topics": m.topic.unbalanced_topics,
+        },
+        "leaders": {
+            "spread": _num(m.leader_spread),
+            "min": int(m.leaders[b.live].min()) if b.live.any() else 0,
+            "max": int(m.leaders[b.live].max()) if b.live.any() else 0,
+        },
+        "bytes": None if m.bytes is None else {
+            "spread": _num(m.bytes_spread),
+            "total": int(m.bytes.sum()),
+            "max_over_mean": _num(round(float(m.bytes[b.live].max() / max(m.bytes[b.live].mean(), 1)), 4)),
+        },
+        "failover": {
+            "worst_broker": worst_f,
+            "worst_spread": _num(worst_fs),
+            "table": [{k: _num(v) for k, v in r.items()} for r in m.failover.rows()],
+        },
+        "rack_failover": {
+            "worst_rack": worst_r,
+            "worst_spread": _num(worst_rs),
+            "table": [{k: _num(v) for k, v in r.items()} for r in m.rack_failover.rows()],
+        },
+        "rack_violations": {
+            "count": int(len(viol)),
+            "partitions": [partition_name(state, int(r)) for r in viol[:max_listed]],
+        },
+        "min_moves": m.min_moves,
+        "per_broker": per_broker,
+    }
