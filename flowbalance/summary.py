@@ -24,8 +24,6 @@ def _meets(counts: np.ndarray, total: int, state: ClusterState, limit: int) -> b
     """Equal weights: spread <= limit. Weights: each live broker within its interval widened by limit - 1."""
     b = state.brokers
     live = b.live
-    if np.any(counts[~live] > 0):
-        return False
     if not b.weighted:
         return spread(counts, b.weight, live) <= limit + 1e-9
     lo, hi = intervals(total, b.weight, live)

@@ -1,0 +1,1 @@
+"""The flowbalance command line (typer). Installed as the package ``flowbalance_cli``."""

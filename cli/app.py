@@ -1,0 +1,95 @@
+"""The typer application: registers the commands and turns bad input into one line and exit code 2."""
+from __future__ import annotations
+
+import sys
+
+import typer
+
+try:  # typer >= 0.20 vendors click as typer._click
+    from typer._click import exceptions as cx
+except ImportError:  # pragma: no cover - older typer depends on click
+    from click import exceptions as cx
+
+from flowbalance import __version__
+from flowbalance.errors import InputError, PlanningError
+
+from .check import check
+from .generate import generate
+
+app = typer.Typer(
+    name="flowbalance",
+    help="Plan Kafka partition reassignments with the fewest replica moves (flow networks).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"flowbalance {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+) -> None:
+    """Plan Kafka partition reassignments with the fewest replica moves (flow networks)."""
+
+
+app.command("check")(check)
+app.command("generate")(generate)
+
+
+def _fail(text: str) -> int:
+    sys.stderr.write(f"flowbalance: error: {text}\n")
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: run the app; bad input and usage errors end in one line on stderr, exit 2."""
+    try:
+        rc = app(args=argv, prog_name="flowbalance", standalone_mode=False)
+    except InputError as err:
+        return _exit(_fail(err.line()))
+    except PlanningError as err:
+        return _exit(_fail(str(err)))
+    except cx.NoArgsIsHelpError as err:
+        typer.echo(err.ctx.get_help() if err.ctx else "")
+        return _exit(0)
+    except cx.UsageError as err:
+        cmd = err.ctx.command_path if err.ctx else "flowbalance"
+        return _exit(_fail(f"{cmd}: {err.format_message()}{_given(err, argv)}"))
+    except cx.ClickException as err:
+        return _exit(_fail(err.format_message()))
+    except cx.Abort:
+        return _exit(_fail("aborted"))
+    except KeyboardInterrupt:
+        return _exit(_fail("interrupted"))
+    except BrokenPipeError:
+        return _exit(0)
+    return _exit(rc if isinstance(rc, int) else 0)
+
+
+def _given(err: Exception, argv: list[str] | None) -> str:
+    """" (got VALUE)" for a bad option value, found in the command line, so the message names the value."""
+    param = getattr(err, "param", None)
+    names = list(getattr(param, "opts", []) or [])
+    args = list(sys.argv[1:] if argv is None else argv)
+    for i, a in enumerate(args):
+        for n in names:
+            if a == n and i + 1 < len(args):
+                return f" (got {args[i + 1]!r})"
+            if a.startswith(n + "="):
+                return f" (got {a[len(n) + 1:]!r})"
+    return ""
+
+
+def _exit(code: int) -> int:
+    sys.stdout.flush()
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,100 @@
+"""Terminal rendering with rich: colours on a terminal, plain text when piped. Works from plain data dicts."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+MAX_BROKER_ROWS = 40
+
+
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _mark(ok: bool | None) -> str:
+    if ok is None:
+        return ""
+    return "[green]ok[/green]" if ok else "[bold red]FAIL[/bold red]"
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    x = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(x) < 1024 or unit == "PiB":
+            return f"{x:.0f} {unit}" if unit == "B" else f"{x:.1f} {unit}"
+        x /= 1024
+    return str(n)
+
+
+def broker_table(rows: list[dict], title: str = "Brokers") -> Table:
+    """Per broker: rack, replicas (target), leaders, bytes; the most and least loaded only on large clusters."""
+    show = rows
+    note = ""
+    if len(rows) > MAX_BROKER_ROWS:
+        srt = sorted(rows, key=lambda r: (r["replicas"], r["broker"]))
+        half = MAX_BROKER_ROWS // 4
+        show = srt[:half] + srt[-half:]
+        note = f" ({half} least and {half} most loaded of {len(rows)}; --json lists all)"
+    t = Table(title=title + note, title_justify="left")
+    t.add_column("broker", justify="right")
+    t.add_column("rack")
+    t.add_column("replicas", justify="right")
+    t.add_column("target", justify="right")
+    t.add_column("leaders", justify="right")
+    has_bytes = any(r["bytes"] is not None for r in rows)
+    if has_bytes:
+        t.add_column("bytes", justify="right")
+    for r in show:
+        target = f"{r['target_min']}" if r["target_min"] == r["target_max"] else f"{r['target_min']}-{r['target_max']}"
+        bad = r["replicas"] < r["target_min"] or r["replicas"] > r["target_max"]
+        reps = f"[yellow]{r['replicas']}[/yellow]" if bad else str(r["replicas"])
+        name = f"{r['broker']}" + (" [dim](remove)[/dim]" if r["removed"] else "")
+        cells = [name, r["rack"] or "-", reps, target, str(r["leaders"])]
+        if has_bytes:
+            cells.append(_bytes(r["bytes"]))
+        t.add_row(*cells)
+    return t
+
+
+def render_check(data: dict, checks: dict[str, bool], con: Console) -> None:
+    c = data["cluster"]
+    removing = f", removing {','.join(map(str, c['removed_brokers']))}" if c["removed_brokers"] else ""
+    con.print(
+        f"[bold]Cluster[/bold]: {c['brokers']} brokers ({c['live_brokers']} live{removing}), "
+        f"{len(c['racks'])} racks, {c['topics']} topics, {c['partitions']} partitions, {c['replicas']} replicas"
+    )
+    con.print(broker_table(data["per_broker"]))
+    t = Table(show_header=True, title="Balance", title_justify="left")
+    t.add_column("metric")
+    t.add_column("value")
+    t.add_column("check")
+    r = data["replicas"]
+    extra = f", {r['on_removed_brokers']} on removed brokers" if r["on_removed_brokers"] else ""
+    t.add_row("replicas per broker", f"spread {r['spread']} (min {r['min']}, max {r['max']}){extra}",
+              _mark(checks.get("replicas") and checks.get("removed_brokers_empty")))
+    tp = data["topics"]
+    t.add_row("per-topic spread", f"{tp['worst_spread']} (worst: {tp['worst_topic']}; {tp['unbalanced_topics']} topics off ±1)",
+              _mark(checks.get("topics")))
+    ld = data["leaders"]
+    t.add_row("leaders per broker", f"spread {ld['spread']} (min {ld['min']}, max {ld['max']})", _mark(checks.get("leaders")))
+    if data["bytes"] is not None:
+        by = data["bytes"]
+        t.add_row("bytes per broker", f"max/mean {by['max_over_mean']}, total {_bytes(by['total'])}", "")
+    fo = data["failover"]
+    t.add_row("failover, one broker down", f"worst spread {fo['worst_spread']} (when broker {fo['worst_broker']} fails)",
+              _mark(checks.get("failover")))
+    rf = data["rack_failover"]
+    if rf["table"]:
+        t.add_row("failover, one rack down", f"worst spread {rf['worst_spread']} (when rack {rf['worst_rack']} fails)", "")
+    rv = data["rack_violations"]
+    listed = f" ({', '.join(rv['partitions'][:5])}{', ...' if rv['count'] > 5 else ''})" if rv["count"] else ""
+    t.add_row("rack violations", f"{rv['count']}{listed}", _mark(checks.get("racks")))
+    t.add_row("M* (fewest moves to balance)", str(data["min_moves"]), "")
+    con.print(t)
+    failed = [k for k, v in checks.items() if not v]
+    if failed:
+        con.print(f"[bold red]Not balanced[/bold red]: {', '.join(failed)}")
+    else:
+        con.print("[bold green]Balanced[/bold green]: every check passes")
