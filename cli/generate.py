@@ -1,0 +1,110 @@
+"""``flowbalance generate``: write a synthetic cluster in Kafka's input formats (registered by cli/app.py)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from flowbalance.errors import InputError
+from flowbalance.formats.dumps import brokers_csv, brokers_json, describe_text, generate_text, logdirs_text
+from flowbalance.formats.writers import reassignment_json, write_atomic
+from flowbalance.generate import LAYOUTS, MAX_BROKERS, generate_cluster
+
+# --formats name -> file written in --out
+FORMAT_FILES = {
+    "json": "assignment.json",
+    "brokers": "brokers.csv",
+    "describe": "describe.txt",
+    "generate": "generate.txt",
+    "logdirs": "logdirs.txt",
+    "brokers-json": "brokers.json",
+}
+
+_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+def parse_partitions(text: str) -> int | tuple[int, int]:
+    """``"12"`` -> 12, ``"3-24"`` -> (3, 24); anything else is an InputError on --partitions."""
+    m = _RANGE.match(text or "")
+    if not m:
+        raise InputError("--partitions", "", "expected a count P or a range LO-HI (for example 12 or 3-24)", text)
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) is not None else lo
+    if lo < 1:
+        raise InputError("--partitions", "", "the partition count must be at least 1", text)
+    if hi < lo:
+        raise InputError("--partitions", "", "the range must have LO <= HI", text)
+    return lo if m.group(2) is None else (lo, hi)
+
+
+def parse_formats(text: str, sizes: bool) -> list[str]:
+    """Comma list of format names (or ``all``), in the order of FORMAT_FILES."""
+    names = [p.strip().lower() for p in (text or "").split(",") if p.strip()]
+    if not names:
+        raise InputError("--formats", "", f"no format given (choose from {', '.join(FORMAT_FILES)}, or all)", text)
+    wanted: set[str] = set()
+    for n in names:
+        if n == "all":
+            wanted.update(f for f in FORMAT_FILES if f != "logdirs" or sizes)
+        elif n in FORMAT_FILES:
+            wanted.add(n)
+        else:
+            raise InputError("--formats", "", f"unknown format (choose from {', '.join(FORMAT_FILES)}, or all)", n)
+    if "logdirs" in wanted and not sizes:
+        raise InputError("--formats", "", "logdirs needs partition sizes (add --sizes)", text)
+    return [f for f in FORMAT_FILES if f in wanted]
+
+
+def generate(
+    brokers: Annotated[int, typer.Option("--brokers", help=f"Number of brokers (1 .. {MAX_BROKERS}).")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Folder to write into (created if missing).")],
+    racks: Annotated[int, typer.Option("--racks", help="Number of racks r0..rK-1, brokers round-robin (0 = no racks).")] = 0,
+    topics: Annotated[int, typer.Option("--topics", help="Number of topics (topic-0000, ...).")] = 10,
+    partitions: Annotated[str, typer.Option("--partitions", help="Partitions per topic: P, or LO-HI for uniform random.")] = "12",
+    rf: Annotated[Optional[int], typer.Option("--rf", help="Replication factor (default: 3, or the broker count if smaller).")] = None,
+    skew: Annotated[float, typer.Option("--skew", help="Load skew of the random layout: lognormal sigma of broker factors (0 = uniform).")] = 0.0,
+    layout: Annotated[str, typer.Option("--layout", help="random or balanced (round-robin, every count within 1).")] = "random",
+    sizes: Annotated[bool, typer.Option("--sizes/--no-sizes", help="Give partitions heavy-tailed (Pareto) sizes, about 1 GiB mean.")] = False,
+    rack_aware: Annotated[bool, typer.Option("--rack-aware", help="Put each partition's replicas in distinct racks (needs RF <= racks).")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same files.")] = 0,
+    first_broker_id: Annotated[int, typer.Option("--first-broker-id", help="Id of the first broker; ids are consecutive.")] = 0,
+    formats: Annotated[str, typer.Option("--formats", help=f"Files to write, comma list of: {', '.join(f'{k} ({v})' for k, v in FORMAT_FILES.items())}; or all.")] = "json,brokers",
+) -> None:
+    """Generate a synthetic cluster and write it in Kafka's formats (assignment JSON, broker file, ...)."""
+    if layout not in LAYOUTS:
+        raise InputError("--layout", "", f"unknown layout (choose from {', '.join(LAYOUTS)})", layout)
+    parts = parse_partitions(partitions)
+    chosen = parse_formats(formats, sizes)
+    if rf is None:
+        rf = min(3, max(brokers, 1))
+    state = generate_cluster(
+        brokers=brokers, racks=racks, topics=topics, partitions=parts, rf=rf, skew=skew, layout=layout,
+        sizes=sizes, first_broker_id=first_broker_id, seed=seed, rack_aware=rack_aware,
+    )
+    folder = _make_folder(out)
+    writers = {
+        "json": lambda: reassignment_json(state),
+        "brokers": lambda: brokers_csv(state.brokers),
+        "describe": lambda: describe_text(state),
+        "generate": lambda: generate_text(state),
+        "logdirs": lambda: logdirs_text(state),
+        "brokers-json": lambda: brokers_json(state.brokers),
+    }
+    files = {str(folder / FORMAT_FILES[f]): writers[f]() for f in chosen}
+    write_atomic(files)
+    typer.echo(
+        f"wrote {', '.join(FORMAT_FILES[f] for f in chosen)} to {folder}: "
+        f"{state.num_partitions:,} partitions, {state.num_replicas:,} replicas on {len(state.brokers):,} brokers"
+    )
+
+
+def _make_folder(out: Path) -> Path:
+    if out.exists() and not out.is_dir():
+        raise InputError("--out", "", "exists and is not a folder", str(out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError("--out", "", f"cannot create the folder: {err.strerror or err}", str(out)) from None
+    return out
