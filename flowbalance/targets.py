@@ -29,7 +29,9 @@ def intervals(total: int, weight: np.ndarray, live: np.ndarray) -> tuple[np.ndar
 
 
 def min_arrivals(counts: np.ndarray, total_after: int, lo: np.ndarray, hi: np.ndarray, live: np.ndarray) -> int:
-    """M*: the fewest replica arrivals that can bring every live broker into [lo, hi] and empty the removed ones.
+    """M*: a lower bound on the replica arrivals needed to bring every live broker into [lo, hi] (and empty the
+    removed ones). It is reached exactly for a pure rebalance with equal weights; removals, RF changes and weights
+    can force chains of moves that cost more (the planner then reports its minimum-cost optimum instead).
 
     Choose targets t within the intervals as close to the current counts as possible: arrivals are at least
     sum (t - c)+ over live brokers, and whatever the clipped targets fall short of the new total must arrive too.

@@ -1,0 +1,343 @@
+"""``plan()``: the library entry point. Applies broker changes, runs the chained stages, verifies, certifies.
+
+Flow: request (remove / add / replace / RF / topics) → pre-check → stage 1 replicas → stage 2 leaders →
+stage 3 first followers → verification → metrics before and after → certificate (M*, moves, optimality).
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .errors import InputError, PlanningError
+from .metrics import Changes, StateMetrics, compare, leader_counts, measure, pair_matrix, rack_violations, replica_counts, topic_spread
+from .model import PAD, Brokers, ClusterState
+from .stages.followers import balance_followers
+from .stages.leaders import balance_leaders
+from .stages.replicas import balance_replicas
+from .targets import intervals, min_arrivals, within
+from .verify import verify_plan
+
+STAGES = ("replicas", "leaders", "followers")
+
+
+@dataclass
+class Certificate:
+    """What the plan proves: the lower bound, the moves made, and whether the moves are optimal (and why)."""
+
+    min_moves: int  # M*: lower bound for count balance
+    topic_min_moves: int | None  # Σ over topics of each topic's M* (per-topic balance), when per-topic is on
+    lower_bound: int
+    moves: int
+    proven_optimal: bool
+    reason: str
+    leader_lower_bound: int
+    leader_changes: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """A planned reassignment: the new state, what changes, metrics before and after, and the certificate."""
+
+    before: ClusterState  # the current assignment, with the requested broker changes applied
+    after: ClusterState
+    target_rf: np.ndarray
+    movable: np.ndarray
+    changes: Changes
+    metrics_before: StateMetrics
+    metrics_after: StateMetrics
+    certificate: Certificate
+    stages_run: tuple[str, ...]
+    seconds: dict[str, float]
+    skipped: bool  # True when the pre-check found nothing to do
+
+    @property
+    def is_empty(self) -> bool:
+        return len(self.changes.changed_rows) == 0
+
+
+def plan(
+    state: ClusterState,
+    *,
+    remove: Iterable[int] = (),
+    add: Iterable[int] = (),
+    replace: Mapping[int, int] | None = None,
+    replication_factor: int | Mapping[str, int] | None = None,
+    topics: str | None = None,
+    exclude_topics: str | None = None,
+    per_topic: bool = True,
+    stages: Sequence[str] = STAGES,
+) -> Plan:
+    """Plan a reassignment of ``state`` (never mutated). See the module docstring for the steps."""
+    t0 = time.perf_counter()
+    seconds: dict[str, float] = {}
+    stages = tuple(stages)
+    for s in stages:
+        if s not in STAGES:
+            raise InputError("--stages", "", f"unknown stage (choose from {', '.join(STAGES)})", s)
+    before = _apply_broker_changes(state, remove=list(remove), add=list(add), replace=dict(replace or {}))
+    movable = _movable(before, topics, exclude_topics)
+    target_rf = _target_rf(before, replication_factor, movable)
+    _check_feasible(before, target_rf, movable)
+    original_leader = before.replicas[:, 0].copy()
+    prefer = dict(replace or {})
+
+    notes: list[str] = []
+    skipped = _meets_every_target(before, target_rf, per_topic, stages)
+    reps = before.replicas
+    run: list[str] = []
+    if not skipped:
+        cur = before
+        if "replicas" in stages:
+            t = time.perf_counter()
+            res = balance_replicas(cur, target_rf, movable, per_topic=per_topic, prefer=prefer)
+            cur = cur.with_replicas(res.replicas)
+            seconds["replicas"] = time.perf_counter() - t
+            run.append("replicas")
+        elif not np.array_equal(target_rf, before.rf) or before.brokers.removed.any() and replica_counts(before)[before.brokers.removed].any():
+            raise PlanningError("RF changes and broker removals need the replicas stage (--stages replicas,...)")
+        if "leaders" in stages:
+            t = time.perf_counter()
+            cur = cur.with_replicas(balance_leaders(cur, original_leader, movable, per_topic=per_topic))
+            seconds["leaders"] = time.perf_counter() - t
+            run.append("leaders")
+        if "followers" in stages:
+            t = time.perf_counter()
+            cur = cur.with_replicas(balance_followers(cur, movable))
+            seconds["followers"] = time.perf_counter() - t
+            run.append("followers")
+        reps = cur.replicas
+    after = before.with_replicas(reps)
+    t = time.perf_counter()
+    verify_plan(before, after, target_rf, movable)
+    seconds["verify"] = time.perf_counter() - t
+    changes = compare(before, after)
+    mb = measure(before, target_rf=target_rf)
+    ma = measure(after)
+    if not (after.rf >= 3).any() and (after.rf == 2).any() and "followers" in stages:
+        notes.append("RF 2: the first follower is the only other replica, so reordering cannot change failover; "
+                     "only placement does")
+    cert = _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages)
+    seconds["total"] = time.perf_counter() - t0
+    return Plan(before=before, after=after, target_rf=target_rf, movable=movable, changes=changes,
+                metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(run), seconds=seconds,
+                skipped=skipped)
+
+
+# ---- request handling ----------------------------------------------------------------------------
+
+def _apply_broker_changes(state: ClusterState, *, remove: list[int], add: list[int], replace: dict[int, int]) -> ClusterState:
+    b = state.brokers
+    for old, new in replace.items():
+        if not b.contains(old):
+            raise InputError("--replace", "", "unknown broker to replace", f"{old}:{new}")
+        if old == new:
+            raise InputError("--replace", "", "a broker cannot replace itself", f"{old}:{new}")
+    for x in remove:
+        if not b.contains(x):
+            raise InputError("--remove", "", "unknown broker (not in the broker file or the assignment)", x)
+    new_ids = [x for x in add if not b.contains(x)] + [n for n in replace.values() if not b.contains(n)]
+    if new_ids and b.has_racks:
+        # a replacement inherits the rack of the broker it replaces; plain additions need a rack
+        by_rack: dict[str | None, list[int]] = {}
+        inherit = {n: o for o, n in replace.items()}
+        for n in new_ids:
+            if n in inherit:
+                r = int(b.rack[b.index_of([inherit[n]])[0]])
+                by_rack.setdefault(b.rack_names[r], []).append(n)
+            else:
+                raise InputError("--add", "", "racks are in use: list the new broker with its rack in the broker file", n)
+        for rack, ids in by_rack.items():
+            b = b.with_added(ids, rack=rack)
+    elif new_ids:
+        b = b.with_added(new_ids)
+    gone = list(remove) + list(replace.keys())
+    if gone:
+        b = b.with_removed(gone)
+    if not b.live.any():
+        raise InputError("--remove", "", "this would remove every broker", ",".join(map(str, gone)))
+    return state.with_brokers(b)
+
+
+def _movable(state: ClusterState, topics: str | None, exclude: str | None) -> np.ndarray:
+    ok_topic = np.ones(len(state.topics), dtype=bool)
+    for flag, pattern, want in (("--topics", topics, True), ("--exclude-topics", exclude, False)):
+        if pattern is None:
+            continue
+        try:
+            rx = re.compile(pattern)
+        except re.error as err:
+            raise InputError(flag, "", f"invalid regular expression: {err}", pattern) from None
+        hit = np.array([rx.fullmatch(t) is not None for t in state.topics], dtype=bool)
+        ok_topic &= hit if want else ~hit
+        if want and not hit.any():
+            raise InputError(flag, "", "matches no topic", pattern)
+    movable = ok_topic[state.topic]
+    on_removed = _rows_on_removed(state)
+    stuck = on_removed & ~movable
+    if stuck.any():
+        r = int(np.flatnonzero(stuck)[0])
+        raise PlanningError(
+            f"topic {state.topics[state.topic[r]]} is excluded but has replicas on a removed broker; include it")
+    return movable
+
+
+def _rows_on_removed(state: ClusterState) -> np.ndarray:
+    idx = state.replica_index
+    rem = state.brokers.removed
+    return ((idx >= 0) & rem[np.maximum(idx, 0)]).any(axis=1)
+
+
+def _target_rf(state: ClusterState, rf: int | Mapping[str, int] | None, movable: np.ndarray) -> np.ndarray:
+    target = state.rf.astype(np.int64).copy()
+    if rf is None:
+        return target
+    if isinstance(rf, int) and not isinstance(rf, bool):
+        if rf < 1:
+            raise InputError("--replication-factor", "", "must be at least 1", rf)
+        target[movable] = rf
+        return target
+    for topic, k in dict(rf).items():
+        if topic not in state.topics:
+            raise InputError("--topic-rf", "", "unknown topic", topic)
+        if type(k) is not int or k < 1:
+            raise InputError("--topic-rf", "", "replication factor must be an integer >= 1", f"{topic}={k}")
+        t = state.topics.index(topic)
+        rows = state.topic == t
+        if not movable[rows].all():
+            raise InputError("--topic-rf", "", "topic is excluded by --topics / --exclude-topics", topic)
+        target[rows] = k
+    return target
+
+
+def _check_feasible(state: ClusterState, target_rf: np.ndarray, movable: np.ndarray) -> None:
+    n_live = int(state.brokers.live.sum())
+    big = np.flatnonzero(target_rf > n_live)
+    if len(big):
+        r = int(big[0])
+        raise PlanningError(
+            f"replication factor {int(target_rf[r])} of {state.topics[state.topic[r]]}-{int(state.partition[r])} "
+            f"is above the number of live brokers ({n_live})")
+
+
+# ---- pre-check -----------------------------------------------------------------------------------
+
+def _meets_every_target(state: ClusterState, target_rf: np.ndarray, per_topic: bool, stages: Sequence[str]) -> bool:
+    """True when nothing can improve: counts, racks, removals, RF, leaders and pairs all at their targets."""
+    b = state.brokers
+    live = b.live
+    if not np.array_equal(target_rf, state.rf):
+        return False
+    c = replica_counts(state)
+    if "replicas" in stages:
+        if not within(c, *intervals(int(c.sum()), b.weight, live), live):
+            return False
+        if len(rack_violations(state)):
+            return False
+        if per_topic and topic_spread(state).unbalanced_topics:
+            return False
+    elif c[~live].any():
+        return False
+    if "leaders" in stages:
+        L = leader_counts(state)
+        if not within(L, *intervals(state.num_partitions, b.weight, live), live):
+            return False
+        if per_topic and _topic_leaders_unbalanced(state):
+            return False
+    if "followers" in stages and not _pairs_ideal(state):
+        return False
+    return True
+
+
+def _topic_leaders_unbalanced(state: ClusterState) -> bool:
+    lead_only = state.with_replicas(state.replicas[:, :1])
+    return topic_spread(lead_only).unbalanced_topics > 0
+
+
+def _pairs_ideal(state: ClusterState) -> bool:
+    """Per leader, first-follower counts within 1 of each other over every broker that could be chosen."""
+    idx = state.replica_index
+    if idx.shape[1] < 3:
+        return True
+    n = len(state.brokers)
+    rows = state.rf >= 3
+    if not rows.any():
+        return True
+    M = pair_matrix(state.with_replicas(state.replicas))
+    sub = idx[rows]
+    cand = np.zeros((n, n), dtype=bool)
+    for j in range(1, sub.shape[1]):
+        ok = sub[:, j] >= 0
+        cand[sub[ok, 0], sub[ok, j]] = True
+    for l in np.flatnonzero(cand.any(axis=1)):
+        vals = M[l][cand[l]]
+        if vals.max() - vals.min() > 1:
+            return False
+    return True
+
+
+# ---- certificate ---------------------------------------------------------------------------------
+
+def topic_lower_bound(state: ClusterState, target_rf: np.ndarray, movable: np.ndarray) -> int:
+    """Σ over movable topics of that topic's M*: arrivals per topic are disjoint, so this bounds the moves too."""
+    b = state.brokers
+    live = b.live
+    idx = state.replica_index
+    n = len(b)
+    total = 0
+    for t in np.unique(state.topic[movable]).tolist():
+        rows = state.topic == t
+        sub = idx[rows]
+        c = np.bincount(sub[sub >= 0], minlength=n)
+        rt = int(target_rf[rows].sum())
+        lo, hi = intervals(rt, b.weight, live)
+        total += min_arrivals(c, rt, lo, hi, live)
+    return total
+
+
+def _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages) -> Certificate:
+    b = before.brokers
+    live = b.live
+    mstar = mb.min_moves
+    tstar = topic_lower_bound(before, target_rf, movable) if per_topic else None
+    lb = max(mstar, tstar or 0)
+    moves = changes.moves
+    ma_counts = replica_counts(after)
+    balanced = within(ma_counts, *intervals(int(target_rf.sum()), b.weight, live), live)
+    topics_ok = (not per_topic) or topic_spread(after).unbalanced_topics == 0
+    if moves == lb and balanced and topics_ok:
+        proven, reason = True, "moves equal the lower bound" + (" M*" if lb == mstar else " (per-topic)")
+    elif balanced and topics_ok and "replicas" in stages:
+        proven = True
+        binding = []
+        if b.has_racks:
+            binding.append("the rack rule")
+        if b.removed.any():
+            binding.append("emptying removed brokers")
+        if not np.array_equal(target_rf, before.rf):
+            binding.append("replication-factor changes")
+        if per_topic:
+            binding.append("per-topic balance")
+        reason = ("minimum-cost flow optimum over the full network; M* is not reachable because of "
+                  + (" and ".join(binding) if binding else "the replica sets"))
+    else:
+        proven = False
+        missed = []
+        if not balanced:
+            missed.append("broker totals")
+        if not topics_ok:
+            missed.append("per-topic balance")
+        reason = "not every balance target is reachable (" + ", ".join(missed) + "); this is the closest plan"
+        if "replicas" not in stages:
+            reason = "the replicas stage did not run"
+    still = (after.replicas == original_leader[:, None]).any(axis=1)
+    ol = b.index_of(original_leader[still])
+    L0 = np.bincount(ol, minlength=len(b)).astype(np.int64)
+    llo, lhi = intervals(before.num_partitions, b.weight, live)
+    lstar = min_arrivals(L0, before.num_partitions, llo, lhi, live)
+    return Certificate(min_moves=mstar, topic_min_moves=tstar, lower_bound=lb, moves=moves, proven_optimal=proven,
+                       reason=reason, leader_lower_bound=lstar, leader_changes=changes.leader_changes, notes=notes)

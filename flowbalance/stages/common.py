@@ -1,0 +1,48 @@
+"""Helpers the stages share: live-broker positions, membership matrices, and soft-interval penalties."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import PAD
+
+# Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
+# node count below this bound.
+COST_BOUND = 2**60
+
+
+def live_positions(live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of live brokers, map from broker index to live position or -1)."""
+    live_idx = np.flatnonzero(live)
+    pos = np.full(len(live), -1, dtype=np.int64)
+    pos[live_idx] = np.arange(len(live_idx))
+    return live_idx, pos
+
+
+def membership(idx: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """member[i, j] = True when row i of the broker-index matrix ``idx`` holds the broker at live position j."""
+    rows = idx.shape[0]
+    member = np.zeros((rows, width), dtype=bool)
+    for j in range(idx.shape[1]):
+        col = idx[:, j]
+        ok = col != PAD
+        lp = np.where(ok, pos[np.maximum(col, 0)], -1)
+        ok &= lp >= 0
+        member[np.flatnonzero(ok), lp[ok]] = True
+    return member
+
+
+def penalties(move_cost: int, units: int, num_nodes: int, levels: int) -> list[int]:
+    """Penalty per violated unit for each priority level, each above everything the lower levels can add.
+
+    Level 0 outranks ``units`` moves; each further level outranks ``units`` units of the level below, as far as
+    the int64 cost range allows (then each level is at least 4x the one below it).
+    """
+    out = []
+    base = move_cost * (units + 1)
+    for _ in range(levels):
+        out.append(base)
+        factor = units + 1
+        while factor > 4 and base * factor * (num_nodes + 1) * 4 > COST_BOUND:
+            factor //= 2
+        base = base * max(factor, 4)
+    return out

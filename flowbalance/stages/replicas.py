@@ -1,0 +1,158 @@
+"""Stage 1: replica counts by min-cost flow on the keep network (A′), with racks and per-topic layers.
+
+Network, per movable partition p (supply = its target RF):
+    p → (p, rack) [cap 1, or ceil(RF/K) when RF > K]  → (topic, broker) → broker → sink
+An arc into a broker that already holds p costs 0 (keep); any other costs one move. Broker totals and per-topic
+totals are soft intervals [floor, ceil] of each broker's share, with penalties far above any number of moves, so
+the optimum first meets every interval it can and then moves the fewest replicas (the flow, not a fixed rule,
+decides which brokers keep the ceiling). Removed brokers get no arcs, so everything on them moves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..flow.mincost import solve_min_cost
+from ..flow.network import Network, convex_arcs
+from ..model import PAD, ClusterState
+from ..targets import intervals, quotas
+from .common import live_positions, membership, penalties
+
+
+@dataclass
+class ReplicaResult:
+    """New replica matrix (ids) and what the solve saw."""
+
+    replicas: np.ndarray
+    arcs: int
+    nodes: int
+
+
+def balance_replicas(
+    state: ClusterState,
+    target_rf: np.ndarray,
+    movable: np.ndarray,
+    *,
+    per_topic: bool = True,
+    racks: bool = True,
+    prefer: dict[int, int] | None = None,
+) -> ReplicaResult:
+    """Choose each movable partition's replica set; fixed partitions keep theirs but count toward totals."""
+    b = state.brokers
+    N = len(b)
+    live = b.live
+    live_idx, lpos = live_positions(live)
+    NL = len(live_idx)
+    idx = state.replica_index
+    mov = np.flatnonzero(movable)
+    Pm = len(mov)
+    trf = np.asarray(target_rf, dtype=np.int64)
+
+    fixed_rows = np.flatnonzero(~movable)
+    fidx = idx[fixed_rows]
+    fixed_c = np.bincount(fidx[fidx >= 0], minlength=N).astype(np.int64)
+
+    total = int(trf.sum())
+    lo, hi = intervals(total, b.weight, live)
+
+    use_racks = racks and b.has_racks
+    rack_live = b.rack[live_idx] if use_racks else np.zeros(NL, dtype=np.int64)
+    rack_ids, rack_of_live = np.unique(rack_live, return_inverse=True)
+    K = len(rack_ids) if use_racks else 1
+
+    net = Network()
+    pnode = net.nodes(Pm)
+    rnode = net.nodes(Pm * K) if use_racks else None
+    topics_m, tpos_of = np.unique(state.topic[mov], return_inverse=True) if Pm else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    Tm = len(topics_m)
+    tnode = net.nodes(Tm * NL) if per_topic else None
+    bnode = net.nodes(NL)
+    sink = int(net.nodes(1)[0])
+
+    supply = np.zeros(net.num_nodes, dtype=np.int64)
+    supply[pnode] = trf[mov]
+    supply[sink] = -int(trf[mov].sum())
+    net.set_supply(supply)
+
+    # move costs: 1 per arrival; with --replace, arrivals of a replaced broker's partitions on its
+    # replacement are cheaper by 1/W of a move (W > the number of such arrivals, so moves stay first)
+    prefer = prefer or {}
+    move_cost = 1
+    if prefer:
+        n_pref = sum(int((state.replicas[mov] == old).sum()) for old in prefer)
+        move_cost = n_pref + 1
+    pen = penalties(move_cost, total, net.num_nodes + Pm * NL, 3)
+    pen_topic, pen_rack, pen_broker = pen[0], pen[1], pen[2]
+
+    # partition -> (partition, rack) arcs
+    if use_racks:
+        k_p = trf[mov]
+        cap = np.where(k_p <= K, 1, -(-k_p // K))
+        low = np.where(k_p <= K, 0, k_p // K)
+        tails = np.repeat(pnode, K)
+        heads = rnode
+        convex_arcs(net, tails, heads, np.repeat(low, K), np.repeat(cap, K), np.repeat(cap, K), pen_rack)
+
+    # candidate arcs: every movable partition to every live broker (via its rack node and topic node)
+    member = membership(idx[mov], lpos, NL)
+    pp = np.repeat(np.arange(Pm), NL)
+    bb = np.tile(np.arange(NL), Pm)
+    keep = member.ravel()
+    cost = np.where(keep, 0, move_cost).astype(np.int64)
+    if prefer:
+        for old, new in prefer.items():
+            if not b.contains(new) or not b.contains(old):
+                continue
+            newpos = lpos[b.index_of([new])[0]]
+            if newpos < 0:
+                continue
+            on_old = (state.replicas[mov] == old).any(axis=1)
+            sel = np.flatnonzero(on_old) * NL + newpos
+            cost[sel] = np.where(keep[sel], 0, move_cost - 1)
+    tails = rnode[pp * K + rack_of_live[bb]] if use_racks else pnode[pp]
+    heads = tnode[tpos_of[pp] * NL + bb] if per_topic else bnode[bb]
+    cand = net.add(tails, heads, 1, cost)
+
+    # (topic, broker) -> broker: per-topic soft intervals
+    if per_topic and Tm:
+        rt = np.bincount(tpos_of, weights=trf[mov], minlength=Tm).astype(np.int64)
+        q = rt[:, None] * (b.weight[live_idx] / b.weight[live_idx].sum())[None, :]
+        tlo = np.floor(q + 1e-9).astype(np.int64)
+        thi = np.ceil(q - 1e-9).astype(np.int64)
+        tcount = np.bincount(tpos_of, minlength=Tm).astype(np.int64)
+        convex_arcs(net, tnode, np.tile(bnode, Tm), tlo.ravel(), thi.ravel(), np.repeat(tcount, NL), pen_topic)
+
+    # broker -> sink: soft cluster intervals, less the fixed partitions' replicas
+    convex_arcs(net, bnode, sink, lo[live_idx] - fixed_c[live_idx], hi[live_idx] - fixed_c[live_idx],
+                np.full(NL, Pm, dtype=np.int64), pen_broker)
+
+    flows, _ = solve_min_cost(net)
+    chosen = flows[cand] > 0
+    new_sets = chosen.reshape(Pm, NL) if Pm else np.zeros((0, NL), dtype=bool)
+    replicas = _rebuild(state, mov, new_sets, member, b.ids[live_idx])
+    return ReplicaResult(replicas=replicas, arcs=net.num_arcs, nodes=net.num_nodes)
+
+
+def _rebuild(state: ClusterState, mov: np.ndarray, new_sets: np.ndarray, member: np.ndarray,
+             live_ids: np.ndarray) -> np.ndarray:
+    """New lists: kept replicas stay in place, an added broker takes a removed one's slot, extras are appended."""
+    changed = np.flatnonzero((new_sets != member).any(axis=1) | (new_sets.sum(axis=1) != state.rf[mov]))
+    width = max(state.replicas.shape[1], int(new_sets.sum(axis=1).max()) if len(new_sets) else 1)
+    out = np.full((state.num_partitions, width), PAD, dtype=np.int32)
+    out[:, : state.replicas.shape[1]] = state.replicas
+    for c in changed.tolist():
+        row = mov[c]
+        old = [int(x) for x in state.replicas[row] if x != PAD]
+        new = set(int(x) for x in live_ids[new_sets[c]])
+        added = sorted(new - set(old))
+        lst = []
+        for x in old:
+            if x in new:
+                lst.append(x)
+            elif added:
+                lst.append(added.pop(0))
+        lst.extend(added)
+        out[row] = PAD
+        out[row, : len(lst)] = lst
+    return out
