@@ -15,6 +15,7 @@ from flowbalance.errors import InputError, PlanningError
 
 from .check import check
 from .generate import generate
+from .plan import plan_command
 
 app = typer.Typer(
     name="flowbalance",
@@ -40,6 +41,7 @@ def _root(
 
 app.command("check")(check)
 app.command("generate")(generate)
+app.command("plan")(plan_command)
 
 
 def _fail(text: str) -> int:

@@ -98,3 +98,36 @@ def render_check(data: dict, checks: dict[str, bool], con: Console) -> None:
         con.print(f"[bold red]Not balanced[/bold red]: {', '.join(failed)}")
     else:
         con.print("[bold green]Balanced[/bold green]: every check passes")
+
+
+def _arrow(pair) -> str:
+    a, b = pair
+    return f"{a} → {b}"
+
+
+def render_plan(d: dict, con: Console) -> None:
+    """The short plan summary: moves vs M*, bytes, spreads before → after, failover, time."""
+    if d["empty"]:
+        why = "already meets every target (pre-check)" if d["skipped_by_precheck"] else "no change improves it"
+        con.print(f"[bold green]Nothing to do[/bold green]: the cluster {why}.")
+    proof = "[green]proven optimal[/green]" if d["proven_optimal"] else "[yellow]not proven optimal[/yellow]"
+    con.print(f"[bold]Replica moves[/bold]: {d['moves']}  (lower bound {d['lower_bound']}, M* {d['min_moves']}) — {proof}: {d['optimality']}")
+    if d["bytes_to_move"] is not None:
+        con.print(f"Bytes to move: {_bytes(d['bytes_to_move'])}")
+    con.print(f"Changed partitions: {d['changed_partitions']} ({d['reorder_only_partitions']} reorder only, "
+              f"{d['rf_changed_partitions']} RF changes); leader changes: {d['leader_changes']} (lower bound {d['leader_lower_bound']})")
+    t = Table(title="Before → after", title_justify="left")
+    t.add_column("metric")
+    t.add_column("before → after")
+    t.add_row("replica spread", _arrow(d["replica_spread"]))
+    if any(d["replicas_on_removed_brokers"]):
+        t.add_row("replicas on removed brokers", _arrow(d["replicas_on_removed_brokers"]))
+    t.add_row("per-topic spread (worst)", _arrow(d["topic_spread"]))
+    t.add_row("leader spread", _arrow(d["leader_spread"]))
+    t.add_row("failover spread (worst broker down)", _arrow(d["failover_worst_spread"]))
+    t.add_row("rack violations", _arrow(d["rack_violations"]))
+    con.print(t)
+    for n in d["notes"]:
+        con.print(f"[dim]note:[/dim] {n}")
+    secs = d["seconds"]
+    con.print(f"Stages: {', '.join(d['stages']) or 'none'}; time {secs.get('total', 0):.2f} s; wrote {', '.join(d['files'])}")

@@ -135,3 +135,35 @@ def metrics_dict(state: ClusterState, m: StateMetrics, *, max_listed: int = 20) 
         "min_moves": m.min_moves,
         "per_broker": per_broker,
     }
+
+
+def plan_summary(p) -> dict:
+    """The short summary of a Plan (``flowbalance plan`` prints it; ``--json`` gives it whole)."""
+    mb, ma, c, cert = p.metrics_before, p.metrics_after, p.changes, p.certificate
+    fb, fa = mb.failover.worst, ma.failover.worst
+    return {
+        "empty": p.is_empty,
+        "skipped_by_precheck": p.skipped,
+        "stages": list(p.stages_run),
+        "moves": c.moves,
+        "min_moves": cert.min_moves,
+        "topic_min_moves": cert.topic_min_moves,
+        "lower_bound": cert.lower_bound,
+        "proven_optimal": cert.proven_optimal,
+        "optimality": cert.reason,
+        "bytes_to_move": c.bytes_moved,
+        "changed_partitions": int(len(c.changed_rows)),
+        "reorder_only_partitions": c.reorder_only,
+        "rf_changed_partitions": c.rf_changed,
+        "leader_changes": c.leader_changes,
+        "leader_lower_bound": cert.leader_lower_bound,
+        "replica_spread": [_num(mb.replica_spread), _num(ma.replica_spread)],
+        "replicas_on_removed_brokers": [mb.replicas_on_removed, ma.replicas_on_removed],
+        "topic_spread": [_num(mb.topic.spread), _num(ma.topic.spread)],
+        "leader_spread": [_num(mb.leader_spread), _num(ma.leader_spread)],
+        "failover_worst_spread": [_num(fb[1]), _num(fa[1])],
+        "failover_worst_broker": [fb[0], fa[0]],
+        "rack_violations": [int(len(mb.rack_violations)), int(len(ma.rack_violations))],
+        "notes": list(cert.notes),
+        "seconds": {k: round(v, 3) for k, v in p.seconds.items()},
+    }

@@ -1,0 +1,106 @@
+"""``flowbalance plan``: plan a reassignment and write Kafka's files (plan, rollback, leader election)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import orjson
+import typer
+
+from flowbalance.errors import InputError
+from flowbalance.formats.writers import check_outputs, election_json, reassignment_json, write_atomic
+from flowbalance.load import load_cluster, parse_broker_ids
+from flowbalance.plan import STAGES, plan
+from flowbalance.summary import plan_summary
+
+from . import options as o
+from .render import console, render_plan
+
+
+def _replace(text: str | None) -> dict[int, int]:
+    out: dict[int, int] = {}
+    if not text:
+        return out
+    for pair in text.split(","):
+        old, sep, new = pair.strip().partition(":")
+        if not sep or not old.strip().isdigit() or not new.strip().isdigit():
+            raise InputError("--replace", "", "expected OLD:NEW[,OLD:NEW...] with broker ids", text)
+        if int(old) in out:
+            raise InputError("--replace", "", "a broker is replaced twice", text)
+        out[int(old)] = int(new)
+    if len(set(out.values())) != len(out):
+        raise InputError("--replace", "", "two brokers are replaced by the same broker", text)
+    return out
+
+
+def _topic_rf(items: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for it in items:
+        topic, sep, k = it.rpartition("=")
+        if not sep or not topic or not k.strip().isdigit():
+            raise InputError("--topic-rf", "", "expected TOPIC=N", it)
+        out[topic] = int(k)
+    return out
+
+
+def plan_command(
+    current: Path = o.Current,
+    out: Path = typer.Option(..., "-o", "--out", help="Where to write the reassignment JSON (for --execute)."),
+    brokers: o.PathOpt = o.BrokersOpt,
+    sizes: o.PathOpt = o.SizesOpt,
+    remove: Optional[str] = o.RemoveOpt,
+    add: Optional[str] = typer.Option(None, "--add", help="New brokers to fill, e.g. 20,21."),
+    replace: Optional[str] = typer.Option(None, "--replace", help="Replace brokers one for one, e.g. 7:31,8:32."),
+    replication_factor: Optional[int] = typer.Option(None, "--replication-factor", help="New RF for every selected topic."),
+    topic_rf: Optional[List[str]] = typer.Option(None, "--topic-rf", help="New RF for one topic, TOPIC=N (repeatable)."),
+    topics: Optional[str] = typer.Option(None, "--topics", help="Only plan topics whose name matches this regex."),
+    exclude_topics: Optional[str] = typer.Option(None, "--exclude-topics", help="Leave topics matching this regex alone."),
+    no_per_topic: bool = typer.Option(False, "--no-per-topic", help="Balance cluster totals only, not each topic."),
+    stages: str = typer.Option(",".join(STAGES), "--stages", help="Stages to run, in order: replicas,leaders,followers."),
+    rollback: o.PathOpt = typer.Option(None, "--rollback", help="Write the current assignment of changed partitions here."),
+    election: o.PathOpt = typer.Option(None, "--election", help="Write partitions whose leader changes (kafka-leader-election)."),
+    all_partitions: bool = typer.Option(False, "--all", help="Write every partition, not only the changed ones."),
+    format: Optional[str] = o.FormatOpt,
+    json_out: bool = o.JsonOpt,
+    disable_rack_aware: bool = o.NoRackOpt,
+) -> None:
+    """Plan a reassignment of CURRENT with the fewest replica moves, and write it for kafka-reassign-partitions."""
+    if replication_factor is not None and topic_rf:
+        raise InputError("--replication-factor", "", "use either --replication-factor or --topic-rf, not both")
+    outputs = [str(p) for p in (out, rollback, election) if p is not None]
+    inputs = [str(p) for p in (current, brokers, sizes) if p is not None]
+    check_outputs(outputs, inputs)
+    loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
+    rf = replication_factor if replication_factor is not None else (_topic_rf(topic_rf) if topic_rf else None)
+    if isinstance(rf, int) and rf < 1:
+        raise InputError("--replication-factor", "", "must be at least 1", rf)
+    stage_list = [s.strip() for s in stages.split(",") if s.strip()]
+    if not stage_list:
+        raise InputError("--stages", "", "no stage given", stages)
+    p = plan(
+        loaded.state,
+        remove=parse_broker_ids(remove, "--remove") if remove else (),
+        add=parse_broker_ids(add, "--add") if add else (),
+        replace=_replace(replace),
+        replication_factor=rf,
+        topics=topics,
+        exclude_topics=exclude_topics,
+        per_topic=not no_per_topic,
+        stages=stage_list,
+    )
+    rows = None if all_partitions else p.changes.changed_rows
+    files = {str(out): reassignment_json(p.after, rows)}
+    if rollback is not None:
+        files[str(rollback)] = reassignment_json(p.before, p.changes.changed_rows)
+    if election is not None:
+        files[str(election)] = election_json(p.after, p.changes.leader_changed_rows)
+    write_atomic(files, inputs)
+    for w in loaded.warnings:
+        sys.stderr.write(f"flowbalance: warning: {w}\n")
+    data = plan_summary(p)
+    data["files"] = sorted(files)
+    if json_out:
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+    else:
+        render_plan(data, console())
