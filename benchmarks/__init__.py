@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m benchmarks`` (or ``make bench``). Figures are printed, never asserted."""
