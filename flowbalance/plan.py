@@ -15,6 +15,7 @@ import numpy as np
 from .errors import InputError, PlanningError
 from .metrics import Changes, StateMetrics, compare, leader_counts, measure, pair_matrix, rack_violations, replica_counts, topic_spread
 from .model import PAD, Brokers, ClusterState
+from .stages.direct import balance_direct, direct_applies
 from .stages.followers import balance_followers
 from .stages.leaders import balance_leaders
 from .stages.replicas import balance_replicas
@@ -94,8 +95,12 @@ def plan(
         cur = before
         if "replicas" in stages:
             t = time.perf_counter()
-            res = balance_replicas(cur, target_rf, movable, per_topic=per_topic, prefer=prefer)
-            cur = cur.with_replicas(res.replicas)
+            if direct_applies(cur, target_rf, movable, per_topic):
+                new, value = balance_direct(cur)
+                notes.append(f"pure rebalance: direct network solved by max flow (flow value {value})")
+            else:
+                new = balance_replicas(cur, target_rf, movable, per_topic=per_topic, prefer=prefer).replicas
+            cur = cur.with_replicas(new)
             seconds["replicas"] = time.perf_counter() - t
             run.append("replicas")
         elif not np.array_equal(target_rf, before.rf) or before.brokers.removed.any() and replica_counts(before)[before.brokers.removed].any():

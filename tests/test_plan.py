@@ -184,3 +184,23 @@ def test_add_broker_to_balanced_cluster_hits_m_star():
     assert p.certificate.proven_optimal
     m = measure(apply(p))
     assert m.replica_spread <= 1 and m.topic.spread <= 1 and m.leader_spread <= 1
+
+
+@SETTINGS
+@given(st.integers(2, 7), st.integers(1, 12), st.integers(0, 10_000))
+def test_direct_max_flow_path_reaches_m_star_and_matches_min_cost(n, nparts, seed):
+    """Pure rebalance without per-topic: scipy max flow on the direct network gives exactly M* moves,
+    the same count as the min-cost keep network."""
+    rng = random.Random(seed)
+    ids = list(range(n))
+    rows = [("t", i, rng.sample(ids[: max(2, rng.randint(1, n))], rng.randint(1, min(2, n)))) for i in range(nparts)]
+    state = build(ids, None, rows)
+    p = plan(state, per_topic=False, stages=("replicas",))
+    assert any("max flow" in x for x in p.certificate.notes) or p.skipped
+    assert p.changes.moves == p.certificate.min_moves
+    from flowbalance.stages.replicas import balance_replicas
+
+    mc = balance_replicas(state, state.rf.astype(np.int64), np.ones(state.num_partitions, bool), per_topic=False)
+    from flowbalance.metrics import compare
+
+    assert compare(state, state.with_replicas(mc.replicas)).moves == p.changes.moves

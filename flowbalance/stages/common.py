@@ -46,3 +46,27 @@ def penalties(move_cost: int, units: int, num_nodes: int, levels: int) -> list[i
             factor //= 2
         base = base * max(factor, 4)
     return out
+
+
+def apply_changes(replicas: np.ndarray, removed: dict[int, list[int]], added: dict[int, list[int]]) -> np.ndarray:
+    """New lists: kept replicas stay in place, an added broker takes a removed one's slot (in id order), extras are
+    appended and surplus slots dropped. ``removed`` / ``added`` map a row to broker ids."""
+    rows = sorted(set(removed) | set(added))
+    width = replicas.shape[1]
+    for r in rows:
+        width = max(width, int((replicas[r] != PAD).sum()) - len(removed.get(r, ())) + len(added.get(r, ())))
+    out = np.full((replicas.shape[0], width), PAD, dtype=np.int32)
+    out[:, : replicas.shape[1]] = replicas
+    for r in rows:
+        gone = set(removed.get(r, ()))
+        new = sorted(added.get(r, ()))
+        lst = []
+        for x in (int(v) for v in replicas[r] if v != PAD):
+            if x not in gone:
+                lst.append(x)
+            elif new:
+                lst.append(new.pop(0))
+        lst.extend(new)
+        out[r] = PAD
+        out[r, : len(lst)] = lst
+    return out

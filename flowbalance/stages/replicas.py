@@ -17,7 +17,7 @@ from ..flow.mincost import solve_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import PAD, ClusterState
 from ..targets import intervals, quotas
-from .common import live_positions, membership, penalties
+from .common import apply_changes, live_positions, membership, penalties
 
 
 @dataclass
@@ -136,23 +136,13 @@ def balance_replicas(
 
 def _rebuild(state: ClusterState, mov: np.ndarray, new_sets: np.ndarray, member: np.ndarray,
              live_ids: np.ndarray) -> np.ndarray:
-    """New lists: kept replicas stay in place, an added broker takes a removed one's slot, extras are appended."""
+    """Turn the chosen sets into lists (kept replicas stay in place; see ``apply_changes``)."""
     changed = np.flatnonzero((new_sets != member).any(axis=1) | (new_sets.sum(axis=1) != state.rf[mov]))
-    width = max(state.replicas.shape[1], int(new_sets.sum(axis=1).max()) if len(new_sets) else 1)
-    out = np.full((state.num_partitions, width), PAD, dtype=np.int32)
-    out[:, : state.replicas.shape[1]] = state.replicas
+    removed, added = {}, {}
     for c in changed.tolist():
-        row = mov[c]
-        old = [int(x) for x in state.replicas[row] if x != PAD]
-        new = set(int(x) for x in live_ids[new_sets[c]])
-        added = sorted(new - set(old))
-        lst = []
-        for x in old:
-            if x in new:
-                lst.append(x)
-            elif added:
-                lst.append(added.pop(0))
-        lst.extend(added)
-        out[row] = PAD
-        out[row, : len(lst)] = lst
-    return out
+        row = int(mov[c])
+        old = {int(x) for x in state.replicas[row] if x != PAD}
+        new = {int(x) for x in live_ids[new_sets[c]]}
+        removed[row] = sorted(old - new)
+        added[row] = sorted(new - old)
+    return apply_changes(state.replicas, removed, added)

@@ -1,0 +1,79 @@
+"""The solvers against networkx on the same networks: scipy max flow, OR-Tools min-cost flow."""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flowbalance.flow.maxflow import solve_max_flow
+from flowbalance.flow.mincost import solve_min_cost
+from flowbalance.flow.network import Network, convex_arcs
+
+
+@st.composite
+def graphs(draw):
+    n = draw(st.integers(3, 9))
+    pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), min_size=1, max_size=30, unique=True))
+    pairs = [(u, v) for u, v in pairs if u != v]
+    caps = [draw(st.integers(0, 5)) for _ in pairs]
+    costs = [draw(st.integers(-3, 6)) for _ in pairs]
+    return n, pairs, caps, costs
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs())
+def test_scipy_max_flow_equals_networkx(g):
+    n, pairs, caps, _ = g
+    if not pairs:
+        return
+    t = np.array([u for u, _ in pairs])
+    h = np.array([v for _, v in pairs])
+    c = np.array(caps)
+    flows, value = solve_max_flow(n, t, h, c, 0, n - 1)
+    G = nx.DiGraph()
+    G.add_nodes_from(range(n))
+    for (u, v), cap in zip(pairs, caps):
+        G.add_edge(u, v, capacity=cap)
+    assert value == nx.maximum_flow_value(G, 0, n - 1)
+    assert (flows >= 0).all() and (flows <= c).all()
+    net = np.zeros(n, dtype=np.int64)
+    np.add.at(net, t, -flows)
+    np.add.at(net, h, flows)
+    assert net[0] == -value and net[n - 1] == value and not net[1:-1].any()
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs(), st.integers(0, 6))
+def test_ortools_min_cost_equals_networkx(g, amount):
+    n, pairs, caps, costs = g
+    # acyclic version (u < v) so negative costs cannot form negative cycles; a bypass arc keeps it feasible
+    arcs = [(min(u, v), max(u, v), cap, cost) for (u, v), cap, cost in zip(pairs, caps, costs)]
+    arcs.append((0, n - 1, amount, 100))
+    net = Network()
+    net.nodes(n)
+    for u, v, cap, cost in arcs:
+        net.add([u], [v], cap, cost)
+    supply = np.zeros(n, dtype=np.int64)
+    supply[0], supply[n - 1] = amount, -amount
+    net.set_supply(supply)
+    flows, cost = solve_min_cost(net)
+    G = nx.MultiDiGraph()
+    for i in range(n):
+        G.add_node(i, demand=-int(supply[i]))
+    for u, v, cap, c in arcs:
+        G.add_edge(u, v, capacity=cap, weight=c)
+    assert cost == nx.network_simplex(G)[0]
+    assert cost == int(sum(f * a[3] for f, a in zip(flows, arcs)))
+
+
+def test_convex_arcs_meet_an_interval_when_possible():
+    net = Network()
+    src, mid, sink = net.nodes(3)
+    net.add([src], [mid], 10, 0)
+    convex_arcs(net, np.array([mid]), sink, np.array([3]), np.array([5]), np.array([10]), 100)
+    supply = np.zeros(3, dtype=np.int64)
+    supply[src], supply[sink] = 4, -4
+    net.set_supply(supply)
+    flows, cost = solve_min_cost(net)
+    assert cost == -300  # 3 rewarded units, 1 free
