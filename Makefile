@@ -15,7 +15,11 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
+	mkdir -p out
 	$(BIN)/flowbalance check testdata/seed/assignment.json --brokers testdata/seed/brokers.csv --remove 19 || test $$? -eq 1
+	$(BIN)/flowbalance plan testdata/seed/assignment.json --brokers testdata/seed/brokers.csv --remove 19 \
+		-o out/plan.json --rollback out/rollback.json --election out/election.json
+	cat out/plan.json
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q

@@ -107,7 +107,9 @@ def plan(
             raise PlanningError("RF changes and broker removals need the replicas stage (--stages replicas,...)")
         if "leaders" in stages:
             t = time.perf_counter()
-            cur = cur.with_replicas(balance_leaders(cur, original_leader, movable, per_topic=per_topic))
+            # keeping the first replica after stage 1 costs nothing: it is the original leader when that stayed,
+            # otherwise the broker that took the leader's slot (a replacement takes over its broker's leaderships)
+            cur = cur.with_replicas(balance_leaders(cur, cur.replicas[:, 0].copy(), movable, per_topic=per_topic))
             seconds["leaders"] = time.perf_counter() - t
             run.append("leaders")
         if "followers" in stages:

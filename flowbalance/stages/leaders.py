@@ -1,7 +1,7 @@
 """Stage 2: preferred leaders by reordering replica lists only (network B as a min-cost flow).
 
-Each movable partition sends one unit to one of its replicas (the new preferred leader): cost 0 for its original
-leader, 1 for any other (one leadership change). Leaders per broker are soft intervals [floor, ceil] of each
+Each movable partition sends one unit to one of its replicas (the new preferred leader): cost 0 for its current
+first replica, 1 for any other (one leadership change). Leaders per broker are soft intervals [floor, ceil] of each
 broker's share, per topic too (at lower priority), so the optimum balances leaders wherever the replica sets allow
 and then changes the fewest leaders. No replica moves: only the order changes.
 """
@@ -16,7 +16,7 @@ from ..targets import intervals
 from .common import live_positions, penalties
 
 
-def balance_leaders(state: ClusterState, original_leader: np.ndarray, movable: np.ndarray, *,
+def balance_leaders(state: ClusterState, current_leader: np.ndarray, movable: np.ndarray, *,
                     per_topic: bool = True) -> np.ndarray:
     """New replica matrix with each movable partition's chosen leader moved to the front."""
     b = state.brokers
@@ -58,7 +58,7 @@ def balance_leaders(state: ClusterState, original_leader: np.ndarray, movable: n
     lp = lpos[bi]
     ok = lp >= 0
     rows, cols, bi, lp = rows[ok], cols[ok], bi[ok], lp[ok]
-    cost = np.where(b.ids[bi] == original_leader[mov][rows], 0, 1)
+    cost = np.where(b.ids[bi] == current_leader[mov][rows], 0, 1)
     heads = tnode[tpos_of[rows] * NL + lp] if per_topic else bnode[lp]
     cand = net.add(pnode[rows], heads, 1, cost)
 

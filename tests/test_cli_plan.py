@@ -1,0 +1,89 @@
+"""``flowbalance plan``: files written, determinism, refusals (one line, exit 2, nothing written)."""
+from __future__ import annotations
+
+import json
+import random
+
+from .conftest import TESTDATA
+from .test_bad_input import assert_one_line
+
+SEED = TESTDATA / "seed"
+K = TESTDATA / "kafka"
+
+
+def test_seed_plan_writes_plan_rollback_and_election(tmp_path, run_cli):
+    out, rb, el = tmp_path / "plan.json", tmp_path / "rollback.json", tmp_path / "election.json"
+    code, stdout, err = run_cli("plan", SEED / "assignment.json", "--brokers", SEED / "brokers.csv", "--remove", "19",
+                                "-o", out, "--rollback", rb, "--election", el, "--json")
+    assert code == 0, err
+    summary = json.loads(stdout)
+    assert summary["moves"] == 1 and summary["min_moves"] == 1 and summary["proven_optimal"]
+    plan = json.loads(out.read_text())
+    assert len(plan["partitions"]) == 1
+    (p,) = plan["partitions"]
+    assert p["topic"] == "x.y.z.t" and p["partition"] == 1 and 19 not in p["replicas"] and p["replicas"][0] == 8
+    assert json.loads(rb.read_text())["partitions"] == [{"topic": "x.y.z.t", "partition": 1, "replicas": [8, 19]}]
+    assert json.loads(el.read_text()) == {"partitions": []}
+
+
+def test_plan_is_byte_identical_for_shuffled_input(tmp_path, run_cli):
+    doc = json.loads((K / "assignment.json").read_text())
+    random.Random(3).shuffle(doc["partitions"])
+    shuffled = tmp_path / "shuffled.json"
+    shuffled.write_text(json.dumps(doc, indent=2))
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert run_cli("plan", K / "assignment.json", "--brokers", K / "brokers.json", "--add", "7", "-o", a)[0] in (0, 2)
+    code, _, err = run_cli("plan", K / "assignment.json", "--brokers", K / "brokers.json", "-o", a)
+    assert code == 0, err
+    code, _, err = run_cli("plan", shuffled, "--brokers", K / "racks.json", "-o", b)
+    assert code == 0, err
+    assert a.read_bytes() == b.read_bytes()
+    assert '"log_dirs":["any"' in a.read_text()
+
+
+def test_plan_of_applied_plan_is_empty(tmp_path, run_cli):
+    out = tmp_path / "all.json"
+    code, _, err = run_cli("plan", K / "describe.txt", "--brokers", K / "brokers.csv", "-o", out, "--all")
+    assert code == 0, err
+    again = tmp_path / "again.json"
+    code, stdout, err = run_cli("plan", out, "--brokers", K / "brokers.csv", "-o", again, "--json")
+    assert code == 0, err
+    assert json.loads(stdout)["empty"] is True
+    assert json.loads(again.read_text())["partitions"] == []
+
+
+def test_refusals_write_nothing(tmp_path, run_cli):
+    out = tmp_path / "plan.json"
+    cases = [
+        (["--replication-factor", "21"], ["replication factor 21", "live brokers"]),
+        (["--remove", "99"], ["--remove", "99"]),
+        (["--replace", "7-31"], ["--replace", "'7-31'"]),
+        (["--replace", "99:31"], ["--replace", "unknown broker"]),
+        (["--topic-rf", "nope=3"], ["--topic-rf", "unknown topic", "'nope'"]),
+        (["--topics", "["], ["--topics", "invalid regular expression"]),
+        (["--topics", "zzz"], ["--topics", "matches no topic"]),
+        (["--stages", "replicas,magic"], ["--stages", "'magic'"]),
+        (["--add", "42"], ["--add", "rack", "42"]),
+    ]
+    for extra, needles in cases:
+        code, o, err = run_cli("plan", SEED / "assignment.json", "--brokers", SEED / "brokers.csv", "-o", out, *extra)
+        assert_one_line(code, o, err, *needles)
+        assert not out.exists(), extra
+    assert not list(tmp_path.iterdir())
+
+
+def test_refuses_to_overwrite_an_input(tmp_path, run_cli):
+    src = tmp_path / "current.json"
+    src.write_text((SEED / "assignment.json").read_text())
+    code, o, err = run_cli("plan", src, "-o", src)
+    assert_one_line(code, o, err, "current.json", "refusing to overwrite an input")
+    assert src.read_text() == (SEED / "assignment.json").read_text()
+
+
+def test_replace_moves_replicas_to_the_new_broker(tmp_path, run_cli):
+    out = tmp_path / "plan.json"
+    code, stdout, err = run_cli("plan", SEED / "assignment.json", "--brokers", SEED / "brokers.csv",
+                                "--replace", "7:31", "-o", out, "--json")
+    assert code == 0, err
+    plan = json.loads(out.read_text())["partitions"]
+    assert plan == [{"topic": "x.y.z.t", "partition": 0, "replicas": [31, 18]}]
