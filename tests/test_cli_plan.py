@@ -87,3 +87,19 @@ def test_replace_moves_replicas_to_the_new_broker(tmp_path, run_cli):
     assert code == 0, err
     plan = json.loads(out.read_text())["partitions"]
     assert plan == [{"topic": "x.y.z.t", "partition": 0, "replicas": [31, 18]}]
+
+
+def test_same_bytes_under_different_hash_seeds(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for seed in ("1", "12345"):
+        out = tmp_path / f"p{seed}.json"
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        proc = subprocess.run([sys.executable, "-m", "flowbalance_cli", "plan", str(K / "describe.txt"), "--brokers",
+                               str(K / "brokers.csv"), "--remove", "6", "-o", str(out)], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and b'"partitions":[\n]' not in outs[0]

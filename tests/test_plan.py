@@ -60,7 +60,7 @@ def _oracle_parts(state: ClusterState):
     return [(state.topics[state.topic[i]], [int(x) for x in state.replicas[i] if x >= 0]) for i in range(state.num_partitions)]
 
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -71,14 +71,15 @@ def test_moves_equal_brute_force_optimum(cluster, per_topic, data):
     remove = []
     if len(ids) > 2 and data.draw(st.booleans()):
         remove = [data.draw(st.sampled_from(ids))]
-    live = [b for b in ids if b not in remove]
+    add = [len(ids)] if not rack and len(ids) < 4 and data.draw(st.booleans()) else []
+    live = [b for b in ids if b not in remove] + add
     parts = _oracle_parts(state)
     rf_change = data.draw(st.sampled_from([None, 1, 2]))
     target = [len(r) if rf_change is None else rf_change for _, r in parts]
     if max(target) > len(live):
         return
     best = oracle.min_moves(live, parts, target, rack, per_topic)
-    p = plan(state, remove=remove, replication_factor=rf_change, per_topic=per_topic)
+    p = plan(state, remove=remove, add=add, replication_factor=rf_change, per_topic=per_topic)
     after = p.after
     # hard rules always hold
     assert (after.rf == np.array(target)).all()

@@ -17,7 +17,7 @@ from ..flow.mincost import solve_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import PAD, ClusterState
 from ..targets import intervals, quotas
-from .common import apply_changes, live_positions, membership, penalties
+from .common import COST_BOUND, apply_changes, live_positions, membership, penalties
 
 
 @dataclass
@@ -78,9 +78,13 @@ def balance_replicas(
     # move costs: 1 per arrival; with --replace, arrivals of a replaced broker's partitions on its
     # replacement are cheaper by 1/W of a move (W > the number of such arrivals, so moves stay first)
     prefer = prefer or {}
-    move_cost = 1
-    if prefer:
-        n_pref = sum(int((state.replicas[mov] == old).sum()) for old in prefer)
+    n_pref = sum(int((state.replicas[mov] == old).sum()) for old in prefer) if prefer else 0
+    # pair hint: among equal-move plans, prefer arrivals on brokers that are rarely the partner of the partition's
+    # leader (a small tie-break below one move), so placement helps stage 3 where replicas must move anyway
+    hint_max = 3
+    move_cost = (n_pref + 1) * (hint_max * total + 1)
+    use_hint = move_cost * (total + 1) * 64 * (net.num_nodes + Pm * NL + 1) < COST_BOUND
+    if not use_hint:
         move_cost = n_pref + 1
     pen = penalties(move_cost, total, net.num_nodes + Pm * NL, 3)
     pen_topic, pen_rack, pen_broker = pen[0], pen[1], pen[2]
@@ -100,6 +104,15 @@ def balance_replicas(
     bb = np.tile(np.arange(NL), Pm)
     keep = member.ravel()
     cost = np.where(keep, 0, move_cost).astype(np.int64)
+    if use_hint and NL > 1:
+        pairs = _pair_counts(state, lpos, NL)  # [NL, NL]: leader live position -> partner live position
+        lead = lpos[np.maximum(idx[mov, 0], 0)]
+        lead = np.where(idx[mov, 0] >= 0, lead, -1)
+        lp_rep = np.repeat(lead, NL)
+        ok = (lp_rep >= 0) & ~keep
+        hint = np.zeros(len(cost), dtype=np.int64)
+        hint[ok] = np.minimum(pairs[lp_rep[ok], bb[ok]], hint_max)
+        cost = cost + hint  # total hints < one replace bonus (3T+1) < one move
     if prefer:
         for old, new in prefer.items():
             if not b.contains(new) or not b.contains(old):
@@ -109,7 +122,7 @@ def balance_replicas(
                 continue
             on_old = (state.replicas[mov] == old).any(axis=1)
             sel = np.flatnonzero(on_old) * NL + newpos
-            cost[sel] = np.where(keep[sel], 0, move_cost - 1)
+            cost[sel] = np.where(keep[sel], 0, cost[sel] - (hint_max * total + 1 if use_hint else 1))
     tails = rnode[pp * K + rack_of_live[bb]] if use_racks else pnode[pp]
     heads = tnode[tpos_of[pp] * NL + bb] if per_topic else bnode[bb]
     cand = net.add(tails, heads, 1, cost)
@@ -146,3 +159,17 @@ def _rebuild(state: ClusterState, mov: np.ndarray, new_sets: np.ndarray, member:
         removed[row] = sorted(old - new)
         added[row] = sorted(new - old)
     return apply_changes(state.replicas, removed, added)
+
+
+def _pair_counts(state: ClusterState, lpos: np.ndarray, NL: int) -> np.ndarray:
+    """How many partitions each live leader shares with each live broker as its first follower."""
+    idx = state.replica_index
+    out = np.zeros((NL, NL), dtype=np.int64)
+    if idx.shape[1] < 2:
+        return out
+    a, f = idx[:, 0], idx[:, 1]
+    ok = (a >= 0) & (f >= 0)
+    la, lf = lpos[a[ok]], lpos[f[ok]]
+    ok2 = (la >= 0) & (lf >= 0)
+    np.add.at(out, (la[ok2], lf[ok2]), 1)
+    return out
