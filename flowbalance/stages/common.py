@@ -1,9 +1,11 @@
 """Helpers the stages share: live-broker positions, membership matrices, and soft-interval penalties."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from ..model import PAD
+from ..model import PAD, Brokers, ClusterState
 
 # Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
 # node count below this bound.
@@ -70,3 +72,32 @@ def apply_changes(replicas: np.ndarray, removed: dict[int, list[int]], added: di
         out[r] = PAD
         out[r, : len(lst)] = lst
     return out
+
+
+@dataclass
+class StageInput:
+    """What every stage reads first: brokers, live positions, broker-index matrix, movable rows."""
+
+    b: Brokers
+    N: int
+    live_idx: np.ndarray
+    lpos: np.ndarray
+    NL: int
+    idx: np.ndarray
+    mov: np.ndarray
+    Pm: int
+
+    @staticmethod
+    def of(state: ClusterState, movable: np.ndarray) -> "StageInput":
+        b = state.brokers
+        live_idx, lpos = live_positions(b.live)
+        mov = np.flatnonzero(movable)
+        return StageInput(b=b, N=len(b), live_idx=live_idx, lpos=lpos, NL=len(live_idx), idx=state.replica_index,
+                          mov=mov, Pm=len(mov))
+
+
+def share_intervals(totals: np.ndarray, weight_live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (e.g. topic) and live broker: [floor, ceil] of the group's total times the broker's weight share,
+    flattened group-major."""
+    q = np.asarray(totals)[:, None] * (weight_live / weight_live.sum())[None, :]
+    return np.floor(q + 1e-9).astype(np.int64).ravel(), np.ceil(q - 1e-9).astype(np.int64).ravel()

@@ -13,20 +13,15 @@ from ..flow.mincost import solve_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import PAD, ClusterState
 from ..targets import intervals
-from .common import live_positions, penalties
+from .common import StageInput, penalties, share_intervals
 
 
 def balance_leaders(state: ClusterState, current_leader: np.ndarray, movable: np.ndarray, *,
                     per_topic: bool = True) -> np.ndarray:
     """New replica matrix with each movable partition's chosen leader moved to the front."""
-    b = state.brokers
-    N = len(b)
+    si = StageInput.of(state, movable)
+    b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
     live = b.live
-    live_idx, lpos = live_positions(live)
-    NL = len(live_idx)
-    idx = state.replica_index
-    mov = np.flatnonzero(movable)
-    Pm = len(mov)
     if Pm == 0:
         return state.replicas
     P = state.num_partitions
@@ -64,10 +59,7 @@ def balance_leaders(state: ClusterState, current_leader: np.ndarray, movable: np
 
     if per_topic:
         pt = np.bincount(tpos_of, minlength=Tm).astype(np.int64)
-        share = b.weight[live_idx] / b.weight[live_idx].sum()
-        q = pt[:, None] * share[None, :]
-        tlo = np.floor(q + 1e-9).astype(np.int64).ravel()
-        thi = np.ceil(q - 1e-9).astype(np.int64).ravel()
+        tlo, thi = share_intervals(pt, b.weight[live_idx])
         convex_arcs(net, tnode, np.tile(bnode, Tm), tlo, thi, np.repeat(pt, NL), pen_topic)
     convex_arcs(net, bnode, sink, lo[live_idx] - fixed_l[live_idx], hi[live_idx] - fixed_l[live_idx],
                 np.full(NL, Pm, dtype=np.int64), pen_broker)

@@ -16,8 +16,8 @@ import numpy as np
 from ..flow.mincost import solve_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import PAD, ClusterState
-from ..targets import intervals, quotas
-from .common import COST_BOUND, apply_changes, live_positions, membership, penalties
+from ..targets import intervals
+from .common import COST_BOUND, StageInput, apply_changes, membership, penalties, share_intervals
 
 
 @dataclass
@@ -39,14 +39,9 @@ def balance_replicas(
     prefer: dict[int, int] | None = None,
 ) -> ReplicaResult:
     """Choose each movable partition's replica set; fixed partitions keep theirs but count toward totals."""
-    b = state.brokers
-    N = len(b)
+    si = StageInput.of(state, movable)
+    b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
     live = b.live
-    live_idx, lpos = live_positions(live)
-    NL = len(live_idx)
-    idx = state.replica_index
-    mov = np.flatnonzero(movable)
-    Pm = len(mov)
     trf = np.asarray(target_rf, dtype=np.int64)
 
     fixed_rows = np.flatnonzero(~movable)
@@ -130,11 +125,9 @@ def balance_replicas(
     # (topic, broker) -> broker: per-topic soft intervals
     if per_topic and Tm:
         rt = np.bincount(tpos_of, weights=trf[mov], minlength=Tm).astype(np.int64)
-        q = rt[:, None] * (b.weight[live_idx] / b.weight[live_idx].sum())[None, :]
-        tlo = np.floor(q + 1e-9).astype(np.int64)
-        thi = np.ceil(q - 1e-9).astype(np.int64)
+        tlo, thi = share_intervals(rt, b.weight[live_idx])
         tcount = np.bincount(tpos_of, minlength=Tm).astype(np.int64)
-        convex_arcs(net, tnode, np.tile(bnode, Tm), tlo.ravel(), thi.ravel(), np.repeat(tcount, NL), pen_topic)
+        convex_arcs(net, tnode, np.tile(bnode, Tm), tlo, thi, np.repeat(tcount, NL), pen_topic)
 
     # broker -> sink: soft cluster intervals, less the fixed partitions' replicas
     convex_arcs(net, bnode, sink, lo[live_idx] - fixed_c[live_idx], hi[live_idx] - fixed_c[live_idx],
