@@ -103,7 +103,7 @@ def plan(
             cur = cur.with_replicas(new)
             seconds["replicas"] = time.perf_counter() - t
             run.append("replicas")
-        elif not np.array_equal(target_rf, before.rf) or before.brokers.removed.any() and replica_counts(before)[before.brokers.removed].any():
+        elif not np.array_equal(target_rf, before.rf) or _rows_on_removed(before).any():
             raise PlanningError("RF changes and broker removals need the replicas stage (--stages replicas,...)")
         if "leaders" in stages:
             t = time.perf_counter()
@@ -125,7 +125,7 @@ def plan(
     changes = compare(before, after)
     mb = measure(before, target_rf=target_rf)
     ma = measure(after)
-    if not (after.rf >= 3).any() and (after.rf == 2).any() and "followers" in stages:
+    if "followers" in run and not (after.rf >= 3).any() and (after.rf == 2).any():
         notes.append("RF 2: the first follower is the only other replica, so reordering cannot change failover; "
                      "only placement does")
     cert = _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages)
@@ -274,7 +274,7 @@ def _pairs_ideal(state: ClusterState) -> bool:
     rows = state.rf >= 3
     if not rows.any():
         return True
-    M = pair_matrix(state.with_replicas(state.replicas))
+    M = pair_matrix(state)
     sub = idx[rows]
     cand = np.zeros((n, n), dtype=bool)
     for j in range(1, sub.shape[1]):

@@ -159,3 +159,9 @@ def test_generate_bad_values_write_nothing(tmp_path, run_cli):
     code, out, err = run_cli("generate", "--brokers", "3", "--topics", "2", "--partitions", "4-x", "--rf", "2", "-o", out_dir)
     assert_one_line(code, out, err, "--partitions", "4-x")
     assert not out_dir.exists() or not any(out_dir.iterdir())
+
+
+def test_partition_number_out_of_range(tmp_path, run_cli):
+    a = _write(tmp_path, "a.json", _parts(P(partition=2**31)))
+    code, out, err = run_cli("check", a)
+    assert_one_line(code, out, err, "a.json", "partitions[0].partition", "out of range", str(2**31))

@@ -9,7 +9,7 @@ ASSIGNMENT_FORMATS = ("json", "generate", "describe")
 
 def detect_assignment_format(text: str, source: str) -> str:
     head = text.lstrip()
-    if CURRENT_MARK in text[:4096] or CURRENT_MARK in text:
+    if CURRENT_MARK in text:
         return "generate"
     if head.startswith("{"):
         return "json"

@@ -22,14 +22,14 @@ class LogDirs:
 
 def read_logdirs(text: str, source: str) -> LogDirs:
     """Find the JSON line (after the status lines) and read every non-future replica's size."""
-    start = None
-    for lineno, line in enumerate(text.splitlines(keepends=True)):
+    offset, lineno = 0, 0
+    for line in text.splitlines(keepends=True):
         if line.lstrip().startswith("{"):
-            start = (lineno, sum(len(x) for x in text.splitlines(keepends=True)[:lineno]))
             break
-    if start is None:
+        offset += len(line)
+        lineno += 1
+    else:
         raise InputError(source, "", "no JSON line found (expected kafka-log-dirs --describe output)")
-    lineno, offset = start
     doc = parse_json(text[offset:], source, line_offset=lineno)
     if not isinstance(doc, dict) or "brokers" not in doc:
         raise InputError(source, "brokers", "missing field (expected {\"version\":1,\"brokers\":[...]})")

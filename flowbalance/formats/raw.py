@@ -50,6 +50,11 @@ def validate_raw(raw: RawAssignment) -> None:
     if len(neg):
         i = int(neg[0])
         raise InputError(src, raw.place(i) + ".partition", "partition number must not be negative", int(raw.partition[i]))
+    big = np.flatnonzero(raw.partition > np.iinfo(np.int32).max)
+    if len(big):
+        i = int(big[0])
+        raise InputError(src, raw.place(i) + ".partition", "partition number out of range (0 .. 2147483647)",
+                         int(raw.partition[i]))
     reps = raw.replicas
     rf = (reps != PAD).sum(axis=1)
     empty = np.flatnonzero(rf == 0)
