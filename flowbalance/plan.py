@@ -99,7 +99,14 @@ def plan(
                 new, value = balance_direct(cur)
                 notes.append(f"pure rebalance: direct network solved by max flow (flow value {value})")
             else:
-                new = balance_replicas(cur, target_rf, movable, per_topic=per_topic, prefer=prefer).replicas
+                mstar = min_arrivals(replica_counts(cur), int(target_rf.sum()),
+                                     *intervals(int(target_rf.sum()), cur.brokers.weight, cur.brokers.live),
+                                     cur.brokers.live)
+                tstar = topic_lower_bound(cur, target_rf, movable) if per_topic else 0
+                res = balance_replicas(cur, target_rf, movable, per_topic=per_topic, prefer=prefer,
+                                       lower_bound=max(mstar, tstar))
+                new = res.replicas
+                notes.append(_stage1_note(res))
             cur = cur.with_replicas(new)
             seconds["replicas"] = time.perf_counter() - t
             run.append("replicas")
@@ -133,6 +140,15 @@ def plan(
     return Plan(before=before, after=after, target_rf=target_rf, movable=movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(run), seconds=seconds,
                 skipped=skipped)
+
+
+def _stage1_note(res) -> str:
+    if res.network == "pooled":
+        how = ("pruned pools reached the lower bound" if res.pruned else
+               f"pooled relaxation optimum {res.flow_bound} moves, realized exactly")
+        return f"stage 1: pooled network ({res.nodes:,} nodes, {res.arcs:,} arcs); {how}"
+    return (f"stage 1: full keep network ({res.nodes:,} nodes, {res.arcs:,} arcs); the pooled optimum "
+            f"({res.flow_bound} moves) could not be realized")
 
 
 # ---- request handling ----------------------------------------------------------------------------

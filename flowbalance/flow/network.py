@@ -16,6 +16,7 @@ class Network:
     caps: list = field(default_factory=list)
     costs: list = field(default_factory=list)
     supply: np.ndarray | None = None
+    forced: list = field(default_factory=list)  # (tails, heads, amounts): flow fixed in advance (lower bounds)
     _count: int = 0
 
     def nodes(self, n: int) -> np.ndarray:
@@ -41,6 +42,23 @@ class Network:
     def set_supply(self, supply: np.ndarray) -> None:
         self.supply = np.asarray(supply, dtype=np.int64)
 
+    def force(self, tails, heads, amounts) -> None:
+        """Send ``amounts`` from ``tails`` to ``heads`` unconditionally (a hard lower bound on those arcs):
+        the tails supply that much less and the heads need that much less."""
+        self.forced.append((np.asarray(tails, dtype=np.int64).ravel(),
+                            np.broadcast_to(np.asarray(heads, dtype=np.int64), np.shape(np.asarray(tails).ravel())),
+                            np.asarray(amounts, dtype=np.int64).ravel()))
+
+    def supplies(self) -> np.ndarray:
+        """Node supplies after the forced flow is taken out."""
+        s = np.zeros(self.num_nodes, dtype=np.int64)
+        if self.supply is not None:
+            s[: len(self.supply)] += self.supply
+        for t, h, a in self.forced:
+            np.subtract.at(s, t, a)
+            np.add.at(s, h, a)
+        return s
+
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
         return cat(self.tails), cat(self.heads), cat(self.caps), cat(self.costs)
@@ -51,20 +69,28 @@ class Network:
 
 
 def convex_arcs(net: Network, tails: np.ndarray, head: int | np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                limit: np.ndarray, penalty: int) -> None:
+                limit: np.ndarray, penalty: int | None) -> None:
     """Soft interval [lo, hi] on the flow from each tail to head, as three arcs of increasing cost.
 
     The first ``lo`` units earn ``-penalty`` each, the next ``hi - lo`` are free, and up to ``limit`` more cost
     ``+penalty`` each: a min-cost flow then meets every interval whenever it can, and otherwise misses by as
     few units as possible. Intervals may be negative after fixed load is subtracted (clipped to 0).
+
+    ``penalty=None`` makes the interval hard: ``lo`` units are forced and at most ``hi - lo`` more may pass. The
+    costs then stay small (the solver's cost scaling runs far fewer phases); the network may be infeasible.
     """
     lo = np.maximum(np.asarray(lo, dtype=np.int64), 0)
     hi = np.maximum(np.asarray(hi, dtype=np.int64), lo)
     limit = np.asarray(limit, dtype=np.int64)
+    heads = head if np.ndim(head) else np.full(len(tails), head, dtype=np.int64)
+    if penalty is None:
+        net.force(np.asarray(tails)[lo > 0], np.asarray(heads)[lo > 0], lo[lo > 0])
+        keep = hi > lo
+        net.add(np.asarray(tails)[keep], np.asarray(heads)[keep], (hi - lo)[keep], 0)
+        return
     first = np.minimum(lo, limit)
     second = np.minimum(hi - lo, np.maximum(limit - first, 0))
     third = np.maximum(limit - first - second, 0)
-    heads = head if np.ndim(head) else np.full(len(tails), head, dtype=np.int64)
     for cap, cost in ((first, -penalty), (second, 0), (third, penalty)):
         keep = cap > 0
         if keep.any():

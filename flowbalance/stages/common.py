@@ -51,27 +51,76 @@ def penalties(move_cost: int, units: int, num_nodes: int, levels: int) -> list[i
 
 
 def apply_changes(replicas: np.ndarray, removed: dict[int, list[int]], added: dict[int, list[int]]) -> np.ndarray:
-    """New lists: kept replicas stay in place, an added broker takes a removed one's slot (in id order), extras are
-    appended and surplus slots dropped. ``removed`` / ``added`` map a row to broker ids."""
-    rows = sorted(set(removed) | set(added))
-    width = replicas.shape[1]
-    for r in rows:
-        width = max(width, int((replicas[r] != PAD).sum()) - len(removed.get(r, ())) + len(added.get(r, ())))
-    out = np.full((replicas.shape[0], width), PAD, dtype=np.int32)
-    out[:, : replicas.shape[1]] = replicas
-    for r in rows:
-        gone = set(removed.get(r, ()))
-        new = sorted(added.get(r, ()))
-        lst = []
-        for x in (int(v) for v in replicas[r] if v != PAD):
-            if x not in gone:
-                lst.append(x)
-            elif new:
-                lst.append(new.pop(0))
-        lst.extend(new)
-        out[r] = PAD
-        out[r, : len(lst)] = lst
+    """Same as ``apply_changes_arrays``, with ``removed`` / ``added`` mapping a row to broker ids."""
+    rr, rc = [], []
+    for r, ids in removed.items():
+        row = replicas[r]
+        for x in ids:
+            rr.append(r)
+            rc.append(int(np.flatnonzero(row == x)[0]))
+    ar = [r for r, ids in added.items() for _ in ids]
+    ai = [x for ids in added.values() for x in ids]
+    return apply_changes_arrays(replicas, np.asarray(rr, dtype=np.int64), np.asarray(rc, dtype=np.int64),
+                                np.asarray(ar, dtype=np.int64), np.asarray(ai, dtype=np.int64))
+
+
+def apply_changes_arrays(replicas: np.ndarray, rel_rows: np.ndarray, rel_cols: np.ndarray, add_rows: np.ndarray,
+                         add_ids: np.ndarray) -> np.ndarray:
+    """New lists, vectorized: kept replicas stay in place, the k-th added broker of a row (in id order) takes the
+    row's k-th released slot (in list order), extra added brokers are appended, surplus slots are dropped.
+
+    ``rel_rows`` / ``rel_cols`` name released slots; ``add_rows`` / ``add_ids`` the brokers that arrive."""
+    rel_rows = np.asarray(rel_rows, dtype=np.int64)
+    rel_cols = np.asarray(rel_cols, dtype=np.int64)
+    add_rows = np.asarray(add_rows, dtype=np.int64)
+    add_ids = np.asarray(add_ids, dtype=np.int64)
+    P, W = replicas.shape
+    out = replicas.copy()
+    if len(rel_rows) == 0 and len(add_rows) == 0:
+        return out
+    o = np.lexsort((rel_cols, rel_rows))
+    rel_rows, rel_cols = rel_rows[o], rel_cols[o]
+    o = np.lexsort((add_ids, add_rows))
+    add_rows, add_ids = add_rows[o], add_ids[o]
+    rel_rank = _rank_within(rel_rows)
+    add_rank = _rank_within(add_rows)
+    stride = W + len(add_rows) + 1
+    rel_key = rel_rows * stride + rel_rank
+    add_key = add_rows * stride + add_rank
+    matched_add = np.isin(add_key, rel_key)
+    pos = np.searchsorted(rel_key, add_key[matched_add])
+    out[rel_rows, rel_cols] = PAD
+    out[rel_rows[pos], rel_cols[pos]] = add_ids[matched_add]
+    extra_rows, extra_ids = add_rows[~matched_add], add_ids[~matched_add]
+    touched = np.unique(np.concatenate([rel_rows, add_rows]))
+    if len(extra_rows) == 0 and len(rel_rows) == int(matched_add.sum()):
+        return out  # every change was an in-place swap: no row changes length
+    n_extra = np.bincount(np.searchsorted(touched, extra_rows), minlength=len(touched))
+    E = int(n_extra.max()) if len(n_extra) else 0
+    block = np.full((len(touched), W + E), PAD, dtype=np.int64)
+    block[:, :W] = out[touched]
+    if len(extra_rows):
+        ti = np.searchsorted(touched, extra_rows)
+        block[ti, W + _rank_within(extra_rows)] = extra_ids
+    order = np.argsort(block == PAD, axis=1, kind="stable")
+    block = np.take_along_axis(block, order, axis=1)
+    width = max(W, int((block != PAD).sum(axis=1).max()))
+    if width > W:
+        wide = np.full((P, width), PAD, dtype=np.int32)
+        wide[:, :W] = out
+        out = wide
+    out[touched] = block[:, :width].astype(np.int32)
     return out
+
+
+def _rank_within(sorted_keys: np.ndarray) -> np.ndarray:
+    """0, 1, 2, ... within each run of equal values of a sorted array."""
+    n = len(sorted_keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    start = np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    return np.arange(n) - first
 
 
 @dataclass

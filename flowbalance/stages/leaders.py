@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..flow.mincost import solve_min_cost
+from ..flow.mincost import solve_min_cost, try_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import PAD, ClusterState
 from ..targets import intervals
@@ -30,19 +30,6 @@ def balance_leaders(state: ClusterState, current_leader: np.ndarray, movable: np
     fixed_l = np.bincount(fl[fl >= 0], minlength=N).astype(np.int64)
     lo, hi = intervals(P, b.weight, live)
 
-    net = Network()
-    pnode = net.nodes(Pm)
-    topics_m, tpos_of = np.unique(state.topic[mov], return_inverse=True)
-    Tm = len(topics_m)
-    tnode = net.nodes(Tm * NL) if per_topic else None
-    bnode = net.nodes(NL)
-    sink = int(net.nodes(1)[0])
-    supply = np.zeros(net.num_nodes, dtype=np.int64)
-    supply[pnode] = 1
-    supply[sink] = -Pm
-    net.set_supply(supply)
-    pen_topic, pen_broker = penalties(1, P, net.num_nodes, 2)
-
     sub = idx[mov]
     K = sub.shape[1]
     rows = np.repeat(np.arange(Pm), K)
@@ -54,17 +41,45 @@ def balance_leaders(state: ClusterState, current_leader: np.ndarray, movable: np
     ok = lp >= 0
     rows, cols, bi, lp = rows[ok], cols[ok], bi[ok], lp[ok]
     cost = np.where(b.ids[bi] == current_leader[mov][rows], 0, 1)
-    heads = tnode[tpos_of[rows] * NL + lp] if per_topic else bnode[lp]
-    cand = net.add(pnode[rows], heads, 1, cost)
-
+    topics_m, tpos_of = np.unique(state.topic[mov], return_inverse=True)
+    Tm = len(topics_m)
+    pt = np.bincount(tpos_of, minlength=Tm).astype(np.int64)
     if per_topic:
-        pt = np.bincount(tpos_of, minlength=Tm).astype(np.int64)
         tlo, thi = share_intervals(pt, b.weight[live_idx])
-        convex_arcs(net, tnode, np.tile(bnode, Tm), tlo, thi, np.repeat(pt, NL), pen_topic)
-    convex_arcs(net, bnode, sink, lo[live_idx] - fixed_l[live_idx], hi[live_idx] - fixed_l[live_idx],
-                np.full(NL, Pm, dtype=np.int64), pen_broker)
+        # a (topic, broker) node matters only when its interval can bind: a floor above 0, or more candidate
+        # partitions than the ceiling; the others are left out and their arcs go straight to the broker
+        key = tpos_of[rows] * NL + lp
+        need = (tlo > 0) | (np.bincount(key, minlength=Tm * NL) > thi)
+        tsel = np.flatnonzero(need)
 
-    flows, _ = solve_min_cost(net)
+    def build(hard: bool) -> tuple[Network, np.ndarray]:
+        net = Network()
+        pnode = net.nodes(Pm)
+        bnode = net.nodes(NL)
+        if per_topic:
+            tnode_of = np.full(Tm * NL, -1, dtype=np.int64)
+            tnode_of[tsel] = net.nodes(len(tsel))
+        sink = int(net.nodes(1)[0])
+        supply = np.zeros(net.num_nodes, dtype=np.int64)
+        supply[pnode] = 1
+        supply[sink] = -Pm
+        net.set_supply(supply)
+        pen_topic, pen_broker = (None, None) if hard else penalties(1, P, net.num_nodes, 2)
+        heads = np.where(tnode_of[key] >= 0, tnode_of[key], bnode[lp]) if per_topic else bnode[lp]
+        cand = net.add(pnode[rows], heads, 1, cost)
+        if per_topic:
+            convex_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], pt[tsel // NL], pen_topic)
+        convex_arcs(net, bnode, sink, lo[live_idx] - fixed_l[live_idx], hi[live_idx] - fixed_l[live_idx],
+                    np.full(NL, Pm, dtype=np.int64), pen_broker)
+        return net, cand
+
+    # hard intervals first (fast); soft priority penalties when not every interval can be met
+    net, cand = build(hard=True)
+    res = try_min_cost(net)
+    if res is None:
+        net, cand = build(hard=False)
+        res = solve_min_cost(net)
+    flows = res[0]
     pick = flows[cand] > 0
     new_col = np.zeros(Pm, dtype=np.int64)
     new_col[rows[pick]] = cols[pick]

@@ -17,6 +17,7 @@ from ..flow.mincost import solve_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import PAD, ClusterState
 from ..targets import intervals
+from .pooled import balance_pooled
 from .common import COST_BOUND, StageInput, apply_changes, membership, penalties, share_intervals
 
 
@@ -27,9 +28,33 @@ class ReplicaResult:
     replicas: np.ndarray
     arcs: int
     nodes: int
+    network: str = "keep"  # "pooled" (realized exactly) or "keep" (the full network)
+    flow_bound: int | None = None  # moves in the pooled optimum: a lower bound at the same balance
+    pruned: bool = False  # the pooled network had pruned pools (and reached the lower bound)
 
 
 def balance_replicas(
+    state: ClusterState,
+    target_rf: np.ndarray,
+    movable: np.ndarray,
+    *,
+    per_topic: bool = True,
+    racks: bool = True,
+    prefer: dict[int, int] | None = None,
+    lower_bound: int | None = None,
+) -> ReplicaResult:
+    """Stage 1: the pooled network, realized exactly; the full keep network when the realization fails."""
+    pooled = balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
+                            lower_bound=lower_bound)
+    if pooled.replicas is not None:
+        return ReplicaResult(replicas=pooled.replicas, arcs=pooled.arcs, nodes=pooled.nodes, network="pooled",
+                             flow_bound=pooled.moves, pruned=pooled.pruned)
+    res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer)
+    res.flow_bound = pooled.moves
+    return res
+
+
+def balance_keep(
     state: ClusterState,
     target_rf: np.ndarray,
     movable: np.ndarray,

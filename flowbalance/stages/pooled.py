@@ -1,0 +1,283 @@
+"""Stage 1 at scale: the pooled keep network, a relaxation of the keep network whose optimum is realized exactly.
+
+The keep network (``replicas.py``) gives every movable partition an arc to every live broker: P × N arcs, 333M
+for 1,000,000 replicas on 1,000 brokers. Every arc that is not a keep costs the same one move, so the pooled
+network sends all of a partition's moves through one pool node per (topic, rack) instead:
+
+    p → (p, rack) ─keep, cost 0─────────────→ (topic, broker) → broker → sink
+                  └─move, cost 1─→ pool(topic, rack) ─┘
+
+with the same soft intervals as the keep network. That is R keep arcs + P·K move arcs + T·N pool arcs. The
+pool forgets which partition a unit came from, so its optimum is a lower bound on the keep network's optimum
+(every real plan is a pooled flow of the same cost). ``realize`` then hands each pooled unit to a broker of its
+pool — at most one per broker per partition, never a broker the partition already holds — with the arrival counts
+the flow chose. When that bipartite flow is saturated, the plan costs exactly the pooled optimum: it is optimal,
+certified by the flow value. When it is not (tiny clusters, where one partition must send two units into a pool
+with one gainer), the caller falls back to the keep network.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..flow.mincost import FlowError, try_min_cost
+from ..flow.network import Network, convex_arcs
+from ..model import PAD, ClusterState
+from ..targets import intervals
+from .common import StageInput, apply_changes_arrays, penalties, share_intervals
+
+# realization arcs built at once before the candidate brokers per unit are limited (and enlarged on failure)
+_REALIZE_ARCS = 4_000_000
+_HINT_MAX = 3
+
+
+@dataclass
+class PooledResult:
+    """The realized replica matrix (or None when realization failed) and what the pooled flow proved."""
+
+    replicas: np.ndarray | None
+    moves: int  # units through the pools: a lower bound on moves at the same balance (= lower_bound when pruned)
+    pruned: bool
+    arcs: int
+    nodes: int
+    realize_rounds: int
+
+
+def balance_pooled(
+    state: ClusterState,
+    target_rf: np.ndarray,
+    movable: np.ndarray,
+    *,
+    per_topic: bool = True,
+    racks: bool = True,
+    prefer: dict[int, int] | None = None,
+    lower_bound: int | None = None,
+) -> PooledResult:
+    """Solve the pooled network, then realize its pooled units as concrete arrivals."""
+    si = StageInput.of(state, movable)
+    b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
+    live = b.live
+    trf = np.asarray(target_rf, dtype=np.int64)
+    fixed_rows = ~movable
+    fidx = idx[fixed_rows]
+    fixed_c = np.bincount(fidx[fidx >= 0], minlength=N).astype(np.int64)
+    total = int(trf.sum())
+    lo, hi = intervals(total, b.weight, live)
+
+    use_racks = racks and b.has_racks
+    rack_live = b.rack[live_idx] if use_racks else np.zeros(NL, dtype=np.int64)
+    _, rack_of_live = np.unique(rack_live, return_inverse=True)
+    K = int(rack_of_live.max()) + 1 if (use_racks and NL) else 1
+    topics_m, tpos_of = (np.unique(state.topic[mov], return_inverse=True) if Pm
+                         else (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    Tm = len(topics_m) if per_topic else 1
+    tpos = tpos_of if per_topic else np.zeros(Pm, dtype=np.int64)
+
+    kp = trf[mov]
+    cap_r = np.where(kp <= K, 1, -(-kp // K))
+    low_r = np.where(kp <= K, 0, kp // K)
+    sub = idx[mov]
+    kr, kc = np.nonzero(sub >= 0)  # current live replicas of movable partitions: the keep arcs
+    kb = lpos[sub[kr, kc]]
+    ok = kb >= 0
+    kr, kc, kb = kr[ok], kc[ok], kb[ok]
+    mp = np.repeat(np.arange(Pm), K)  # move arcs: (p, rack) -> pool(topic, rack)
+    mr = np.tile(np.arange(K), Pm)
+    tcount = np.bincount(tpos, minlength=Tm).astype(np.int64)
+    if per_topic and Pm:
+        rt = np.bincount(tpos, weights=kp, minlength=Tm).astype(np.int64)
+        tlo, thi = share_intervals(rt, b.weight[live_idx])
+        c_tb = np.bincount(tpos[kr] * NL + kb, minlength=Tm * NL)
+
+    def build(hard: bool, prune: bool):
+        """The pooled network. With ``prune``, pools only feed (topic, broker) pairs below their ceiling (a
+        restriction: accepted only when it reaches the lower bound). (topic, broker) nodes whose interval cannot
+        bind (floor 0, nothing above the ceiling, no pool arc) are left out: their keep arcs go to the broker."""
+        net = Network()
+        pnode = net.nodes(Pm)
+        rnode = net.nodes(Pm * K) if use_racks else None
+        hub = net.nodes(Tm * K)
+        bnode = net.nodes(NL)
+        sink = int(net.nodes(1)[0])
+        if per_topic and Pm:
+            pool_tb = np.flatnonzero(thi > c_tb) if prune else np.arange(Tm * NL)
+            need = (tlo > 0) | (c_tb > thi)
+            need[pool_tb] = True
+            tnode_of = np.full(Tm * NL, -1, dtype=np.int64)
+            tsel = np.flatnonzero(need)
+            tnode_of[tsel] = net.nodes(len(tsel))
+            kkey = tpos[kr] * NL + kb
+            kheads = np.where(tnode_of[kkey] >= 0, tnode_of[kkey], bnode[kb])
+            pt, pb = pool_tb // NL, pool_tb % NL
+            pheads = tnode_of[pool_tb]
+        else:
+            kheads = bnode[kb]
+            pt, pb = np.zeros(NL, dtype=np.int64), np.arange(NL)
+            pheads = bnode[pb]
+        supply = np.zeros(net.num_nodes, dtype=np.int64)
+        supply[pnode] = kp
+        supply[sink] = -int(kp.sum())
+        net.set_supply(supply)
+        pen_topic, pen_rack, pen_broker = [None] * 3 if hard else penalties(1, total, net.num_nodes, 3)
+        if use_racks:
+            convex_arcs(net, np.repeat(pnode, K), rnode, np.repeat(low_r, K), np.repeat(cap_r, K),
+                        np.repeat(cap_r, K), pen_rack)
+            src, move_cap = rnode.reshape(Pm, K), np.repeat(cap_r, K)
+        else:
+            src, move_cap = pnode.reshape(Pm, 1), kp
+        keep = net.add(src[kr, rack_of_live[kb]], kheads, 1, 0)
+        move = net.add(src[mp, mr], hub[tpos[mp] * K + mr], move_cap, 1)
+        pool = net.add(hub[pt * K + rack_of_live[pb]], pheads, tcount[pt], 0)
+        if per_topic and Pm:
+            convex_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], tcount[tsel // NL], pen_topic)
+        convex_arcs(net, bnode, sink, lo[live_idx] - fixed_c[live_idx], hi[live_idx] - fixed_c[live_idx],
+                    np.full(NL, Pm, dtype=np.int64), pen_broker)
+        return net, keep, move, pool, pt, pb
+
+    # 1. pruned pools, hard intervals (costs 0/1: the solver's cost scaling is fast); kept only when the moves
+    #    reach the lower bound, which proves them optimal. 2. every pool arc, hard intervals: the exact relaxation.
+    # 3. when the intervals cannot all be met at once: soft intervals with priority penalties (closest balance).
+    attempts = [(True, True), (True, False), (False, False)] if lower_bound is not None else [(True, False), (False, False)]
+    for hard, prune in attempts:
+        net, keep, move, pool, pt, pb = build(hard, prune)
+        res = try_min_cost(net)
+        if res is None:
+            continue
+        if prune and int(res[0][move].sum()) != lower_bound:
+            continue
+        break
+    else:
+        raise FlowError("the soft pooled network has no feasible flow")
+    flows = res[0]
+    kept = flows[keep] > 0
+    units = flows[move]
+    arrivals = flows[pool]
+    moves = int(units.sum())
+
+    # released replicas: live replicas whose keep arc carries nothing, and every replica on a removed broker
+    released = (sub >= 0) & (lpos[np.maximum(sub, 0)] < 0)
+    released[kr[~kept], kc[~kept]] = True
+
+    unit_p = np.repeat(mp, units)  # one entry per pooled unit
+    unit_g = np.repeat(tpos[mp] * K + mr, units)
+    slot_b = np.repeat(pb, arrivals)  # one entry per arrival slot, grouped by pool
+    slot_g = np.repeat(pt * K + rack_of_live[pb], arrivals)
+    lead_lp = np.where(sub[:, 0] >= 0, lpos[np.maximum(sub[:, 0], 0)], -1)
+    pairs = _pair_counts(idx, lpos, NL)
+    bonus = _prefer_bonus(state, mov, lpos, b, prefer or {})
+    got, rounds = realize(unit_p, unit_g, slot_b, slot_g, sub, lpos, lead_lp, pairs, bonus)
+    if got is None:
+        return PooledResult(replicas=None, moves=moves, pruned=prune, arcs=net.num_arcs, nodes=net.num_nodes,
+                            realize_rounds=rounds)
+    rel_rows, rel_cols = np.nonzero(released)
+    replicas = apply_changes_arrays(state.replicas, mov[rel_rows], rel_cols, mov[unit_p], b.ids[live_idx[got]])
+    return PooledResult(replicas=replicas, moves=moves, pruned=prune, arcs=net.num_arcs, nodes=net.num_nodes,
+                        realize_rounds=rounds)
+
+
+def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: np.ndarray, sub: np.ndarray,
+            lpos: np.ndarray, lead_lp: np.ndarray, pairs: np.ndarray, bonus: dict[int, tuple[np.ndarray, int]]
+            ) -> tuple[np.ndarray | None, int]:
+    """Give every pooled unit (partition ``unit_p`` in pool ``unit_g``) a live broker position from the slots of
+    its pool, at most one per broker per partition and never one it holds now. Returns (broker per unit, rounds),
+    or (None, rounds) when no such assignment exists among the candidates tried (then one exists nowhere only if
+    the last round used every slot).
+
+    A min-cost flow: unit groups (p, pool) → (pool, broker) slots. Costs are a small tie-break: a unit prefers a
+    broker that is rarely the partner of its partition's leader (helps stage 3), and a partition of a replaced
+    broker prefers the replacement. Each unit first sees a window of the pool's slots; the window doubles until
+    the flow is saturated or covers the whole pool."""
+    U = len(unit_p)
+    if U == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    # unit groups: (pool, partition) with a demand; slot groups: (pool, broker) with a capacity
+    key = unit_g.astype(np.int64) * (len(sub) + 1) + unit_p
+    gkey, ginv, gdem = np.unique(key, return_inverse=True, return_counts=True)
+    g_pool = gkey // (len(sub) + 1)
+    g_p = gkey % (len(sub) + 1)
+    NLp = int(slot_b.max()) + 1 if len(slot_b) else 1
+    skey = slot_g.astype(np.int64) * NLp + slot_b
+    skeys, scap = np.unique(skey, return_counts=True)
+    s_pool = skeys // NLp
+    s_b = skeys % NLp
+    # per pool: its slot groups are contiguous in skeys (sorted by pool)
+    pools = np.unique(np.concatenate([g_pool, s_pool]))
+    s_start = np.searchsorted(s_pool, pools)
+    s_len = np.searchsorted(s_pool, pools, side="right") - s_start
+    gp = np.searchsorted(pools, g_pool)
+    n_slots = s_len[gp]
+    held = np.where(sub >= 0, lpos[np.maximum(sub, 0)], -1)  # live positions each partition holds now
+    full = int(n_slots.sum())
+    width = int(n_slots.max()) if len(n_slots) else 0
+    window = width if full <= _REALIZE_ARCS else max(4, min(width, _REALIZE_ARCS // max(len(gkey), 1)))
+    rounds = 0
+    while True:
+        rounds += 1
+        w = np.minimum(n_slots, window + gdem + sub.shape[1])
+        # group i sees slots start + ((offset_i + j) mod n_slots_i), j < w_i; offsets spread the groups
+        gi = np.repeat(np.arange(len(gkey)), w)
+        j = np.arange(len(gi)) - np.repeat(np.cumsum(w) - w, w)
+        offset = (np.arange(len(gkey)) * 7919) % np.maximum(n_slots, 1)
+        sidx = s_start[gp[gi]] + (offset[gi] + j) % n_slots[gi]
+        sb = s_b[sidx]
+        bad = (held[g_p[gi]] == sb[:, None]).any(axis=1)
+        gi, sidx, sb = gi[~bad], sidx[~bad], sb[~bad]
+        lp = lead_lp[g_p[gi]]
+        cost = np.where(lp >= 0, np.minimum(pairs[np.maximum(lp, 0), sb], _HINT_MAX), 0).astype(np.int64)
+        if bonus:
+            big = _HINT_MAX * U + 1
+            for newpos, (rows_mask, _) in bonus.items():
+                hit = (sb == newpos) & rows_mask[g_p[gi]]
+                cost[hit] -= big
+        net = Network()
+        gnode = net.nodes(len(gkey))
+        snode = net.nodes(len(skeys))
+        supply = np.zeros(net.num_nodes, dtype=np.int64)
+        supply[gnode] = gdem
+        supply[snode] = -scap
+        net.set_supply(supply)
+        arcs = net.add(gnode[gi], snode[sidx], 1, cost)
+        res = try_min_cost(net)
+        if res is not None:
+            fl = res[0][arcs] > 0
+            # units of a group take that group's chosen brokers in order
+            chosen_g, chosen_b = gi[fl], sb[fl]
+            order = np.lexsort((chosen_b, chosen_g))
+            chosen_b = chosen_b[order]
+            unit_order = np.argsort(ginv, kind="stable")
+            out = np.empty(U, dtype=np.int64)
+            out[unit_order] = chosen_b
+            return out, rounds
+        if window >= width:
+            return None, rounds
+        window = min(width, window * 4)
+
+
+def _pair_counts(idx: np.ndarray, lpos: np.ndarray, NL: int) -> np.ndarray:
+    """How many partitions each live leader shares with each live broker as its first follower."""
+    out = np.zeros((NL, NL), dtype=np.int64)
+    if idx.shape[1] < 2 or NL == 0:
+        return out
+    a, f = idx[:, 0], idx[:, 1]
+    ok = (a >= 0) & (f >= 0)
+    la, lf = lpos[a[ok]], lpos[f[ok]]
+    ok2 = (la >= 0) & (lf >= 0)
+    np.add.at(out, (la[ok2], lf[ok2]), 1)
+    return out
+
+
+def _prefer_bonus(state: ClusterState, mov: np.ndarray, lpos: np.ndarray, b, prefer: dict[int, int]
+                  ) -> dict[int, tuple[np.ndarray, int]]:
+    """Per replacement broker (live position): which movable rows were on the broker it replaces."""
+    out: dict[int, tuple[np.ndarray, int]] = {}
+    for old, new in prefer.items():
+        if not (b.contains(old) and b.contains(new)):
+            continue
+        newpos = int(lpos[b.index_of([new])[0]])
+        if newpos < 0:
+            continue
+        on_old = (state.replicas[mov] == old).any(axis=1)
+        prev = out.get(newpos, (np.zeros(len(mov), dtype=bool), 0))[0]
+        out[newpos] = (prev | on_old, old)
+    return out
