@@ -32,7 +32,6 @@ def balance_followers(state: ClusterState, movable: np.ndarray) -> np.ndarray:
     # fixed pairs (RF 2 partitions, or partitions that may not change) count toward the base
     fixed = ~choose & (idx[:, 1] >= 0) if idx.shape[1] > 1 else np.zeros(len(idx), bool)
     fixed_keys = lead[fixed].astype(np.int64) * N + idx[fixed, 1]
-    fixed_pairs = dict(zip(*np.unique(fixed_keys, return_counts=True))) if len(fixed_keys) else {}
 
     sub = idx[rows_all]
     K = sub.shape[1]
@@ -56,23 +55,37 @@ def balance_followers(state: ClusterState, movable: np.ndarray) -> np.ndarray:
     net.set_supply(supply)
     cand = net.add(pnode[r], qnode[pair_of], 1, np.where(c == 1, 0, 1))
 
-    # convex unit arcs per pair: capacity = number of candidate partitions of that pair
+    # convex unit arcs per pair: capacity = number of candidate partitions of that pair. Leaders are independent
+    # components, so each gets its own C = (its candidate partitions) + 1: smaller costs, fewer scaling phases.
     n_pair = np.bincount(pair_of, minlength=len(uniq)).astype(np.int64)
-    base = L[uniq % N] + np.array([fixed_pairs.get(k, 0) for k in uniq.tolist()], dtype=np.int64)
-    C = Pc + 1
+    fk, fc = (np.unique(fixed_keys, return_counts=True) if len(fixed_keys)
+              else (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    base = L[uniq % N].copy()
+    if len(fk):
+        at = np.minimum(np.searchsorted(fk, uniq), len(fk) - 1)
+        base += np.where(fk[at] == uniq, fc[at], 0)
+    per_leader = np.bincount(lead[rows_all], minlength=N).astype(np.int64)
+    C = per_leader[uniq // N] + 1
     pair_rep = np.repeat(np.arange(len(uniq)), n_pair)
     j = np.arange(len(pair_rep)) - np.repeat(np.cumsum(n_pair) - n_pair, n_pair) + 1
-    net.add(qnode[pair_rep], sink, 1, C * (2 * (base[pair_rep] + j) - 1))
+    net.add(qnode[pair_rep], sink, 1, C[pair_rep] * (2 * (base[pair_rep] + j) - 1))
 
     flows, _ = solve_min_cost(net)
     pick = flows[cand] > 0
     new_col = np.ones(Pc, dtype=np.int64)
     new_col[r[pick]] = c[pick]
     out = state.replicas.copy()
-    for p in np.flatnonzero(new_col != 1).tolist():
-        row = rows_all[p]
-        lst = [int(x) for x in out[row] if x != PAD]
-        ff = lst.pop(int(new_col[p]))
-        lst.insert(1, ff)
-        out[row, : len(lst)] = lst
+    moved = np.flatnonzero(new_col != 1)
+    if len(moved):
+        rows = rows_all[moved]
+        block = out[rows].copy()
+        col = new_col[moved]
+        ff = block[np.arange(len(rows)), col]
+        # shift positions 1 .. col-1 one step right, then put the chosen follower at position 1
+        width = block.shape[1]
+        jj = np.arange(width)[None, :]
+        src = np.where((jj >= 2) & (jj <= col[:, None]), jj - 1, jj)
+        block = np.take_along_axis(block, src, axis=1)
+        block[:, 1] = ff
+        out[rows] = block
     return out

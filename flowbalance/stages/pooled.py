@@ -201,25 +201,39 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
     skeys, scap = np.unique(skey, return_counts=True)
     s_pool = skeys // NLp
     s_b = skeys % NLp
-    # per pool: its slot groups are contiguous in skeys (sorted by pool)
+    # per pool: its slot groups are contiguous in skeys, its unit groups contiguous in gkey (both sorted by pool)
     pools = np.unique(np.concatenate([g_pool, s_pool]))
     s_start = np.searchsorted(s_pool, pools)
     s_len = np.searchsorted(s_pool, pools, side="right") - s_start
     gp = np.searchsorted(pools, g_pool)
     n_slots = s_len[gp]
+    # slot units: each slot group repeated by its capacity; a pool has as many slot units as units
+    su = np.repeat(np.arange(len(skeys)), scap)
+    su_len = np.bincount(np.searchsorted(pools, s_pool), weights=scap, minlength=len(pools)).astype(np.int64)
+    su_start = np.cumsum(su_len) - su_len
+    pos = np.cumsum(gdem) - gdem - su_start[gp]  # first unit of each group, counted within its pool
     held = np.where(sub >= 0, lpos[np.maximum(sub, 0)], -1)  # live positions each partition holds now
     full = int(n_slots.sum())
-    width = int(n_slots.max()) if len(n_slots) else 0
-    window = width if full <= _REALIZE_ARCS else max(4, min(width, _REALIZE_ARCS // max(len(gkey), 1)))
+    width = int(su_len.max()) if len(su_len) else 0
+    window = width if full <= _REALIZE_ARCS else 16
     rounds = 0
     while True:
         rounds += 1
-        w = np.minimum(n_slots, window + gdem + sub.shape[1])
-        # group i sees slots start + ((offset_i + j) mod n_slots_i), j < w_i; offsets spread the groups
-        gi = np.repeat(np.arange(len(gkey)), w)
-        j = np.arange(len(gi)) - np.repeat(np.cumsum(w) - w, w)
-        offset = (np.arange(len(gkey)) * 7919) % np.maximum(n_slots, 1)
-        sidx = s_start[gp[gi]] + (offset[gi] + j) % n_slots[gi]
+        if window >= width:
+            # every slot group of the pool
+            gi = np.repeat(np.arange(len(gkey)), n_slots)
+            j = np.arange(len(gi)) - np.repeat(np.cumsum(n_slots) - n_slots, n_slots)
+            sidx = s_start[gp[gi]] + j
+        else:
+            # a diagonal window: the k-th unit of a pool sees the pool's slot units k .. k + window (capacity-
+            # weighted, so a broker with many arrivals is seen by as many units); the identity is nearly a
+            # matching already, the window leaves room around conflicts
+            w = np.minimum(gdem + window, su_len[gp])
+            gi = np.repeat(np.arange(len(gkey)), w)
+            j = np.arange(len(gi)) - np.repeat(np.cumsum(w) - w, w)
+            sidx = su[su_start[gp[gi]] + (pos[gi] + j) % su_len[gp[gi]]]
+            pair = np.unique(gi * len(skeys) + sidx)
+            gi, sidx = pair // len(skeys), pair % len(skeys)
         sb = s_b[sidx]
         bad = (held[g_p[gi]] == sb[:, None]).any(axis=1)
         gi, sidx, sb = gi[~bad], sidx[~bad], sb[~bad]
