@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..flow.mincost import solve_min_cost
+from ..flow.mincost import solve_min_cost_split
 from ..flow.network import Network
 from ..model import PAD, ClusterState
 
@@ -48,11 +48,13 @@ def balance_followers(state: ClusterState, movable: np.ndarray) -> np.ndarray:
     net = Network()
     pnode = net.nodes(Pc)
     qnode = net.nodes(len(uniq))
-    sink = int(net.nodes(1)[0])
+    sinks = net.nodes(N)  # one per leader: the leaders are independent components, solved one by one
+    part_lead = sub[:, 0]
     supply = np.zeros(net.num_nodes, dtype=np.int64)
     supply[pnode] = 1
-    supply[sink] = -Pc
+    supply[sinks] = -np.bincount(part_lead, minlength=N)
     net.set_supply(supply)
+    component = np.concatenate([part_lead, uniq // N, np.arange(N)])
     cand = net.add(pnode[r], qnode[pair_of], 1, np.where(c == 1, 0, 1))
 
     # convex unit arcs per pair: capacity = number of candidate partitions of that pair. Leaders are independent
@@ -66,11 +68,16 @@ def balance_followers(state: ClusterState, movable: np.ndarray) -> np.ndarray:
         base += np.where(fk[at] == uniq, fc[at], 0)
     per_leader = np.bincount(lead[rows_all], minlength=N).astype(np.int64)
     C = per_leader[uniq // N] + 1
+    # every leader places all its partitions, so a constant per leader does not change the optimum: measure the
+    # base from the leader's smallest, which keeps the costs (and the solver's scaling phases) small
+    low = np.full(N, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(low, uniq // N, base)
+    base = base - low[uniq // N]
     pair_rep = np.repeat(np.arange(len(uniq)), n_pair)
     j = np.arange(len(pair_rep)) - np.repeat(np.cumsum(n_pair) - n_pair, n_pair) + 1
-    net.add(qnode[pair_rep], sink, 1, C[pair_rep] * (2 * (base[pair_rep] + j) - 1))
+    net.add(qnode[pair_rep], sinks[uniq[pair_rep] // N], 1, C[pair_rep] * (2 * (base[pair_rep] + j) - 1))
 
-    flows, _ = solve_min_cost(net)
+    flows = solve_min_cost_split(net, component)
     pick = flows[cand] > 0
     new_col = np.ones(Pc, dtype=np.int64)
     new_col[r[pick]] = c[pick]
