@@ -42,17 +42,24 @@ def try_min_cost(net: Network) -> tuple[np.ndarray, int] | None:
     return np.asarray(flows, dtype=np.int64), int(smcf.optimal_cost())
 
 
-def solve_min_cost_split(net: Network, component: np.ndarray) -> np.ndarray:
+def solve_min_cost_split(net: Network, component: np.ndarray, *, infeasible_ok: bool = False) -> np.ndarray | None:
     """Solve a network made of independent components (``component[node]``; no arc joins two) one component
-    at a time; return the flow per arc in insertion order. Many small solves beat one large one: each stays in
+    at a time; return the flow per arc in insertion order (None when a component is infeasible and
+    ``infeasible_ok``). Many small solves beat one large one: each stays in
     cache and the cost scaling of one component does not wait for the others."""
     tails, heads, caps, costs = net.arrays()
     supply = net.supplies()
     comp = np.asarray(component, dtype=np.int64)
     flows = np.zeros(len(tails), dtype=np.int64)
+    arc_comp = comp[tails]
+    n_comp = int(comp.max()) + 1 if len(comp) else 0
+    has_arcs = np.bincount(arc_comp, minlength=n_comp) > 0
+    if np.any((supply != 0) & ~has_arcs[comp]):
+        if infeasible_ok:
+            return None
+        raise FlowError("a component with supply has no arcs")
     if len(tails) == 0:
         return flows
-    arc_comp = comp[tails]
     if np.any(comp[heads] != arc_comp):
         raise FlowError("an arc joins two components")
     node_order = np.argsort(comp, kind="stable")
@@ -74,6 +81,8 @@ def solve_min_cost_split(net: Network, component: np.ndarray) -> np.ndarray:
         if len(nz):
             smcf.set_nodes_supplies(local[nodes[nz]], sup[nz])
         status = smcf.solve()
+        if status == smcf.INFEASIBLE and infeasible_ok:
+            return None
         if status != smcf.OPTIMAL:
             raise FlowError(f"min-cost flow failed with status {status} in component {k}")
         flows[sl] = smcf.flows(arcs)

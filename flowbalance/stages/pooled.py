@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..flow.mincost import FlowError, try_min_cost
+from ..flow.mincost import FlowError, solve_min_cost_split, try_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import PAD, ClusterState
 from ..targets import intervals
@@ -232,7 +232,8 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
             gi = np.repeat(np.arange(len(gkey)), w)
             j = np.arange(len(gi)) - np.repeat(np.cumsum(w) - w, w)
             sidx = su[su_start[gp[gi]] + (pos[gi] + j) % su_len[gp[gi]]]
-            pair = np.unique(gi * len(skeys) + sidx)
+            pair = np.sort(gi * len(skeys) + sidx, kind="stable")  # nearly sorted already: fast
+            pair = pair[np.r_[True, pair[1:] != pair[:-1]]]
             gi, sidx = pair // len(skeys), pair % len(skeys)
         sb = s_b[sidx]
         bad = (held[g_p[gi]] == sb[:, None]).any(axis=1)
@@ -252,9 +253,11 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
         supply[snode] = -scap
         net.set_supply(supply)
         arcs = net.add(gnode[gi], snode[sidx], 1, cost)
-        res = try_min_cost(net)
-        if res is not None:
-            fl = res[0][arcs] > 0
+        # pools are independent components: solve them one by one
+        component = np.concatenate([gp, np.searchsorted(pools, s_pool)])
+        flows = solve_min_cost_split(net, component, infeasible_ok=True)
+        if flows is not None:
+            fl = flows[arcs] > 0
             # units of a group take that group's chosen brokers in order
             chosen_g, chosen_b = gi[fl], sb[fl]
             order = np.lexsort((chosen_b, chosen_g))
