@@ -88,6 +88,7 @@ def plan(
     prefer = dict(replace or {})
 
     notes: list[str] = []
+    stage1 = None
     skipped = _meets_every_target(before, target_rf, per_topic, stages)
     reps = before.replicas
     run: list[str] = []
@@ -106,6 +107,7 @@ def plan(
                 res = balance_replicas(cur, target_rf, movable, per_topic=per_topic, prefer=prefer,
                                        lower_bound=max(mstar, tstar))
                 new = res.replicas
+                stage1 = res
                 notes.append(_stage1_note(res))
             cur = cur.with_replicas(new)
             seconds["replicas"] = time.perf_counter() - t
@@ -135,7 +137,8 @@ def plan(
     if "followers" in run and not (after.rf >= 3).any() and (after.rf == 2).any():
         notes.append("RF 2: the first follower is the only other replica, so reordering cannot change failover; "
                      "only placement does")
-    cert = _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages)
+    cert = _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages,
+                        stage1)
     seconds["total"] = time.perf_counter() - t0
     return Plan(before=before, after=after, target_rf=target_rf, movable=movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(run), seconds=seconds,
@@ -322,7 +325,8 @@ def topic_lower_bound(state: ClusterState, target_rf: np.ndarray, movable: np.nd
     return total
 
 
-def _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages) -> Certificate:
+def _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages,
+                 stage1=None) -> Certificate:
     b = before.brokers
     live = b.live
     mstar = mb.min_moves
@@ -332,6 +336,18 @@ def _certificate(before, after, target_rf, movable, per_topic, changes, mb, orig
     ma_counts = replica_counts(after)
     balanced = within(ma_counts, *intervals(int(target_rf.sum()), b.weight, live), live)
     topics_ok = (not per_topic) or topic_spread(after).unbalanced_topics == 0
+    if stage1 is not None and stage1.rack_forced and not (balanced and topics_ok):
+        # RF = number of racks fixes each rack's total: the targets are shares within each rack
+        notes.append("RF equals the number of racks, so every rack's total is fixed; replicas are balanced "
+                     "within each rack (cluster-wide shares cannot all be met when racks differ in size)")
+        lb = stage1.bound
+        if moves == lb:
+            proven, reason = True, "moves equal the lower bound for balance within racks"
+        elif stage1.network == "pooled":
+            proven, reason = True, "minimum-cost flow optimum (pooled relaxation realized exactly) for balance within racks"
+        else:
+            proven, reason = False, "the closest plan for balance within racks"
+        return _with_leaders(before, after, changes, original_leader, notes, mstar, tstar, lb, moves, proven, reason)
     if moves == lb and balanced and topics_ok:
         proven, reason = True, "moves equal the lower bound" + (" M*" if lb == mstar else " (per-topic)")
     elif balanced and topics_ok and "replicas" in stages:
@@ -357,6 +373,14 @@ def _certificate(before, after, target_rf, movable, per_topic, changes, mb, orig
         reason = "not every balance target is reachable (" + ", ".join(missed) + "); this is the closest plan"
         if "replicas" not in stages:
             reason = "the replicas stage did not run"
+    return _with_leaders(before, after, changes, original_leader, notes, mstar, tstar, lb, moves, proven, reason)
+
+
+def _with_leaders(before, after, changes, original_leader, notes, mstar, tstar, lb, moves, proven, reason
+                  ) -> Certificate:
+    """The certificate, with the leader lower bound: leaderships that must change because their broker left."""
+    b = before.brokers
+    live = b.live
     still = (after.replicas == original_leader[:, None]).any(axis=1)
     ol = b.index_of(original_leader[still])
     L0 = np.bincount(ol, minlength=len(b)).astype(np.int64)

@@ -150,3 +150,38 @@ def share_intervals(totals: np.ndarray, weight_live: np.ndarray) -> tuple[np.nda
     flattened group-major."""
     q = np.asarray(totals)[:, None] * (weight_live / weight_live.sum())[None, :]
     return np.floor(q + 1e-9).astype(np.int64).ravel(), np.ceil(q - 1e-9).astype(np.int64).ravel()
+
+
+def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: np.ndarray, K: int,
+                          movable_rf: np.ndarray, fixed_c: np.ndarray, topic_count: np.ndarray | None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None] | None:
+    """Targets when the rack rule fixes every rack's total: each movable partition has exactly one replica per
+    rack (RF = number of racks), so rack r holds (movable partitions + its fixed load) whatever the plan. The
+    best balance is then each broker's weight share *within its rack* (cluster-wide shares cannot all be met
+    when the racks differ in size). Returns (lo, hi) per broker and per-topic (lo, hi) flattened topic-major
+    over live positions, or None when the rack totals are not fixed."""
+    if K < 2 or len(movable_rf) == 0 or not np.all(movable_rf == K):
+        return None
+    N = len(brokers)
+    lo = np.zeros(N, dtype=np.int64)
+    hi = np.zeros(N, dtype=np.int64)
+    NL = len(live_idx)
+    T = len(topic_count) if topic_count is not None else 0
+    tlo = np.zeros((T, NL), dtype=np.int64) if T else None
+    thi = np.zeros((T, NL), dtype=np.int64) if T else None
+    live = np.zeros(N, dtype=bool)
+    for r in range(K):
+        pos = np.flatnonzero(rack_of_live == r)
+        members = live_idx[pos]
+        live[:] = False
+        live[members] = True
+        total = len(movable_rf) + int(fixed_c[members].sum())
+        w = brokers.weight
+        q = total * w[members] / w[members].sum()
+        lo[members] = np.floor(q + 1e-9).astype(np.int64)
+        hi[members] = np.maximum(np.ceil(q - 1e-9).astype(np.int64), lo[members])
+        if T:
+            a, c = share_intervals(topic_count, w[members])
+            tlo[:, pos] = a.reshape(T, len(pos))
+            thi[:, pos] = c.reshape(T, len(pos))
+    return lo, hi, (tlo.ravel() if T else None), (thi.ravel() if T else None)

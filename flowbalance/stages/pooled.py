@@ -24,8 +24,8 @@ import numpy as np
 from ..flow.mincost import FlowError, solve_min_cost_split, try_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import PAD, ClusterState
-from ..targets import intervals
-from .common import StageInput, apply_changes_arrays, penalties, share_intervals
+from ..targets import intervals, min_arrivals
+from .common import StageInput, rack_forced_intervals, apply_changes_arrays, penalties, share_intervals
 
 # realization arcs built at once before the candidate brokers per unit are limited (and enlarged on failure)
 _REALIZE_ARCS = 4_000_000
@@ -39,6 +39,8 @@ class PooledResult:
     replicas: np.ndarray | None
     moves: int  # units through the pools: a lower bound on moves at the same balance (= lower_bound when pruned)
     pruned: bool
+    rack_forced: bool  # RF = number of racks: targets are shares within each rack
+    bound: int | None  # the lower bound the pruned attempt had to reach
     arcs: int
     nodes: int
     realize_rounds: int
@@ -89,21 +91,44 @@ def balance_pooled(
         rt = np.bincount(tpos, weights=kp, minlength=Tm).astype(np.int64)
         tlo, thi = share_intervals(rt, b.weight[live_idx])
         c_tb = np.bincount(tpos[kr] * NL + kb, minlength=Tm * NL)
+    forced_racks = rack_forced_intervals(b, live_idx, rack_of_live, K, kp, fixed_c,
+                                         tcount if (per_topic and Pm) else None) if use_racks else None
+    if forced_racks is not None:
+        lo, hi = forced_racks[0], forced_racks[1]
+        if per_topic and Pm:
+            tlo, thi = forced_racks[2], forced_racks[3]
+        # the lower bounds for these targets (M* and the per-topic sum, as in targets.min_arrivals)
+        c_all = np.bincount(idx[idx >= 0], minlength=N)
+        lower_bound = min_arrivals(c_all, total, lo, hi, live)
+        if per_topic and Pm:
+            clip = np.clip(c_tb, tlo, thi)
+            short = tcount * K - np.bincount(np.repeat(np.arange(Tm), NL), weights=clip, minlength=Tm)
+            lower_bound = max(lower_bound, int(np.maximum(clip - c_tb, 0).sum() + np.maximum(short, 0).sum()))
 
     def build(hard: bool, prune: bool):
         """The pooled network. With ``prune``, pools only feed (topic, broker) pairs below their ceiling (a
         restriction: accepted only when it reaches the lower bound). (topic, broker) nodes whose interval cannot
         bind (floor 0, nothing above the ceiling, no pool arc) are left out: their keep arcs go to the broker."""
         net = Network()
-        pnode = net.nodes(Pm)
+        # RF = racks: each (partition, rack) carries exactly one replica, so it is the source itself
+        pnode = net.nodes(0 if forced_racks is not None else Pm)
         rnode = net.nodes(Pm * K) if use_racks else None
         hub = net.nodes(Tm * K)
         bnode = net.nodes(NL)
         sink = int(net.nodes(1)[0])
+        direct_lo = None
         if per_topic and Pm:
             pool_tb = np.flatnonzero(thi > c_tb) if prune else np.arange(Tm * NL)
             need = (tlo > 0) | (c_tb > thi)
             need[pool_tb] = True
+            if hard:
+                # a pair that holds nothing now only receives from its pool: with a hard interval the pool arc
+                # itself carries it (forced floor, capacity ceiling), no node needed
+                empty = c_tb == 0
+                need &= ~empty
+                direct = pool_tb[empty[pool_tb]]
+                pool_tb = pool_tb[~empty[pool_tb]]
+                direct_lo = tlo[direct]
             tnode_of = np.full(Tm * NL, -1, dtype=np.int64)
             tsel = np.flatnonzero(need)
             tnode_of[tsel] = net.nodes(len(tsel))
@@ -116,11 +141,16 @@ def balance_pooled(
             pt, pb = np.zeros(NL, dtype=np.int64), np.arange(NL)
             pheads = bnode[pb]
         supply = np.zeros(net.num_nodes, dtype=np.int64)
-        supply[pnode] = kp
+        if forced_racks is not None:
+            supply[rnode] = 1
+        else:
+            supply[pnode] = kp
         supply[sink] = -int(kp.sum())
         net.set_supply(supply)
         pen_topic, pen_rack, pen_broker = [None] * 3 if hard else penalties(1, total, net.num_nodes, 3)
-        if use_racks:
+        if forced_racks is not None:
+            src, move_cap = rnode.reshape(Pm, K), np.ones(Pm * K, dtype=np.int64)
+        elif use_racks:
             convex_arcs(net, np.repeat(pnode, K), rnode, np.repeat(low_r, K), np.repeat(cap_r, K),
                         np.repeat(cap_r, K), pen_rack)
             src, move_cap = rnode.reshape(Pm, K), np.repeat(cap_r, K)
@@ -129,18 +159,26 @@ def balance_pooled(
         keep = net.add(src[kr, rack_of_live[kb]], kheads, 1, 0)
         move = net.add(src[mp, mr], hub[tpos[mp] * K + mr], move_cap, 1)
         pool = net.add(hub[pt * K + rack_of_live[pb]], pheads, tcount[pt], 0)
+        forced = np.zeros(len(pool), dtype=np.int64)
+        if direct_lo is not None and len(direct):
+            dt, db = direct // NL, direct % NL
+            dtail = hub[dt * K + rack_of_live[db]]
+            net.force(dtail[direct_lo > 0], bnode[db[direct_lo > 0]], direct_lo[direct_lo > 0])
+            pool = np.concatenate([pool, net.add(dtail, bnode[db], thi[direct] - direct_lo, 0)])
+            forced = np.concatenate([forced, direct_lo])
+            pt, pb = np.concatenate([pt, dt]), np.concatenate([pb, db])
         if per_topic and Pm:
             convex_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], tcount[tsel // NL], pen_topic)
         convex_arcs(net, bnode, sink, lo[live_idx] - fixed_c[live_idx], hi[live_idx] - fixed_c[live_idx],
                     np.full(NL, Pm, dtype=np.int64), pen_broker)
-        return net, keep, move, pool, pt, pb
+        return net, keep, move, pool, forced, pt, pb
 
     # 1. pruned pools, hard intervals (costs 0/1: the solver's cost scaling is fast); kept only when the moves
     #    reach the lower bound, which proves them optimal. 2. every pool arc, hard intervals: the exact relaxation.
     # 3. when the intervals cannot all be met at once: soft intervals with priority penalties (closest balance).
     attempts = [(True, True), (True, False), (False, False)] if lower_bound is not None else [(True, False), (False, False)]
     for hard, prune in attempts:
-        net, keep, move, pool, pt, pb = build(hard, prune)
+        net, keep, move, pool, forced, pt, pb = build(hard, prune)
         res = try_min_cost(net)
         if res is None:
             continue
@@ -152,7 +190,7 @@ def balance_pooled(
     flows = res[0]
     kept = flows[keep] > 0
     units = flows[move]
-    arrivals = flows[pool]
+    arrivals = flows[pool] + forced
     moves = int(units.sum())
 
     # released replicas: live replicas whose keep arc carries nothing, and every replica on a removed broker
@@ -168,11 +206,11 @@ def balance_pooled(
     bonus = _prefer_bonus(state, mov, lpos, b, prefer or {})
     got, rounds = realize(unit_p, unit_g, slot_b, slot_g, sub, lpos, lead_lp, pairs, bonus)
     if got is None:
-        return PooledResult(replicas=None, moves=moves, pruned=prune, arcs=net.num_arcs, nodes=net.num_nodes,
+        return PooledResult(replicas=None, moves=moves, pruned=prune, rack_forced=forced_racks is not None, bound=lower_bound, arcs=net.num_arcs, nodes=net.num_nodes,
                             realize_rounds=rounds)
     rel_rows, rel_cols = np.nonzero(released)
     replicas = apply_changes_arrays(state.replicas, mov[rel_rows], rel_cols, mov[unit_p], b.ids[live_idx[got]])
-    return PooledResult(replicas=replicas, moves=moves, pruned=prune, arcs=net.num_arcs, nodes=net.num_nodes,
+    return PooledResult(replicas=replicas, moves=moves, pruned=prune, rack_forced=forced_racks is not None, bound=lower_bound, arcs=net.num_arcs, nodes=net.num_nodes,
                         realize_rounds=rounds)
 
 

@@ -31,6 +31,8 @@ class ReplicaResult:
     network: str = "keep"  # "pooled" (realized exactly) or "keep" (the full network)
     flow_bound: int | None = None  # moves in the pooled optimum: a lower bound at the same balance
     pruned: bool = False  # the pooled network had pruned pools (and reached the lower bound)
+    rack_forced: bool = False  # RF = number of racks: the targets were shares within each rack
+    bound: int | None = None  # the lower bound for the targets stage 1 used
 
 
 def balance_replicas(
@@ -48,7 +50,8 @@ def balance_replicas(
                             lower_bound=lower_bound)
     if pooled.replicas is not None:
         return ReplicaResult(replicas=pooled.replicas, arcs=pooled.arcs, nodes=pooled.nodes, network="pooled",
-                             flow_bound=pooled.moves, pruned=pooled.pruned)
+                             flow_bound=pooled.moves, pruned=pooled.pruned, rack_forced=pooled.rack_forced,
+                             bound=pooled.bound)
     res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer)
     res.flow_bound = pooled.moves
     return res
