@@ -1,9 +1,10 @@
 """Run the benchmarks and print a table: wall time and peak memory per step, moves vs M*.
 
-    python -m benchmarks [load|scenarios|all] [--out DIR]
+    python -m benchmarks [load|scale|scenarios|all] [--out DIR] [--only CASE]
 
 ``load``: generate a 1,000,000-replica cluster (1,000 brokers, RF 3) with ``flowbalance generate``, then time
-reading it (stdlib json vs orjson) and computing every metric. ``scenarios``: the planner on the cases of issue 3.
+reading it (stdlib json vs orjson) and computing every metric. ``scale``: the planner on five clusters up to
+1,000,000 replicas, each in its own process (see ``benchmarks/scale.py``). ``scenarios``: the planner on the cases of issue 3.
 """
 from __future__ import annotations
 
@@ -120,7 +121,8 @@ def bench_scenarios() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks")
-    ap.add_argument("what", nargs="?", default="all", choices=["load", "scenarios", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "all"])
+    ap.add_argument("--only", default=None, help="with scale: run one case")
     ap.add_argument("--out", default=os.environ.get("FLOWBALANCE_BENCH_DIR", str(Path(tempfile.gettempdir()) / "flowbalance-bench")))
     args = ap.parse_args()
     out = Path(args.out)
@@ -128,6 +130,10 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}")
     if args.what in ("load", "all"):
         bench_load(out)
+    if args.what in ("scale", "all"):
+        from .scale import bench_scale
+
+        bench_scale(out, args.only)
     if args.what in ("scenarios", "all"):
         bench_scenarios()
 

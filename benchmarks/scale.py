@@ -1,0 +1,132 @@
+"""Scale benchmark: five clusters, each planned in its own process so that peak memory is that case's alone.
+
+    python -m benchmarks scale [--out DIR] [--only NAME]
+
+Each case's input is written once by ``flowbalance generate`` (cached in DIR). The worker then times every
+step: read + parse + validate the assignment JSON, load (broker file), stage 1 / 2 / 3, verification, metrics and
+certificate, and writing the plan JSON; it reports peak RSS, moves, M*, the bound the plan reached and why it is
+optimal. Finally the headline case runs as one ``flowbalance plan`` process, timed end to end.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# name: (generate arguments, plan keyword arguments, plan CLI arguments)
+CASES = {
+    "add-10-to-990": (
+        ["--brokers", "990", "--topics", "1000", "--partitions", "333-334", "--rf", "3", "--layout", "balanced",
+         "--seed", "1"],
+        {"add": list(range(990, 1000))}, ["--add", ",".join(str(i) for i in range(990, 1000))]),
+    "remove-10-of-1000": (
+        ["--brokers", "1000", "--topics", "1000", "--partitions", "333-334", "--rf", "3", "--layout", "balanced",
+         "--seed", "1"],
+        {"remove": list(range(990, 1000))}, ["--remove", ",".join(str(i) for i in range(990, 1000))]),
+    "skewed-1000": (
+        ["--brokers", "1000", "--topics", "1000", "--partitions", "333-334", "--rf", "3", "--skew", "0.3",
+         "--seed", "1"], {}, []),
+    "1000-in-3-racks": (
+        ["--brokers", "1000", "--racks", "3", "--rack-aware", "--topics", "1000", "--partitions", "333-334",
+         "--rf", "3", "--skew", "0.2", "--seed", "1"], {}, []),
+    "wix-40-brokers": (
+        ["--brokers", "40", "--topics", "500", "--partitions", "60-140", "--rf", "3", "--skew", "0.12",
+         "--seed", "7"], {}, []),
+}
+HEADLINE = "add-10-to-990"
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def ensure_input(root: Path, name: str) -> Path:
+    d = root / name
+    if not (d / "assignment.json").exists():
+        gen_args = CASES[name][0]
+        subprocess.run([sys.executable, "-m", "flowbalance_cli", "generate", *gen_args, "--formats",
+                        "json,brokers", "-o", str(d)], check=True, stdout=subprocess.DEVNULL)
+    return d
+
+
+def worker(name: str, d: Path) -> dict:
+    """Plan one case in this process; return the figures."""
+    from flowbalance.formats.reassignment import read_reassignment_json
+    from flowbalance.formats.writers import reassignment_json, write_atomic
+    from flowbalance.load import load_cluster, read_text
+    from flowbalance.plan import plan
+
+    out: dict = {"case": name}
+    t = time.perf_counter()
+    text = read_text(d / "assignment.json")
+    read_reassignment_json(text, "assignment.json")
+    out["parse_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    state = load_cluster(d / "assignment.json", brokers=d / "brokers.csv").state
+    out["load_s"] = time.perf_counter() - t
+    out["replicas"] = state.num_replicas
+    out["brokers"] = len(state.brokers)
+    t = time.perf_counter()
+    p = plan(state, **CASES[name][1])
+    out["plan_s"] = time.perf_counter() - t
+    out["stages_s"] = {k: round(v, 3) for k, v in p.seconds.items()}
+    t = time.perf_counter()
+    body = reassignment_json(p.after, p.changes.changed_rows)
+    write_atomic({str(d / "plan.json"): body}, [str(d / "assignment.json")])
+    out["write_s"] = time.perf_counter() - t
+    c = p.certificate
+    out.update(moves=p.changes.moves, m_star=c.min_moves, topic_bound=c.topic_min_moves, lower_bound=c.lower_bound,
+               proven=c.proven_optimal, reason=c.reason, notes=c.notes,
+               spreads_before=[p.metrics_before.replica_spread, p.metrics_before.topic.spread,
+                               p.metrics_before.leader_spread],
+               spreads_after=[p.metrics_after.replica_spread, p.metrics_after.topic.spread,
+                              p.metrics_after.leader_spread],
+               failover_worst=[p.metrics_before.failover.worst[1], p.metrics_after.failover.worst[1]],
+               peak_mib=round(_peak_mib()))
+    out["total_s"] = out["load_s"] + out["plan_s"] + out["write_s"]  # load includes the parse
+    return out
+
+
+def bench_scale(root: Path, only: str | None = None) -> list[dict]:
+    rows = []
+    for name in CASES:
+        if only and name != only:
+            continue
+        d = ensure_input(root, name)
+        r = subprocess.run([sys.executable, "-m", "benchmarks.scale", name, str(d)], check=True,
+                           capture_output=True, text=True)
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        rows.append(res)
+        s = res["stages_s"]
+        print(f"{name}: {res['replicas']:,} replicas on {res['brokers']:,} brokers | parse {res['parse_s']:.2f} s, "
+              f"load {res['load_s']:.2f} s, stage 1 {s.get('replicas', 0):.2f} s, stage 2 {s.get('leaders', 0):.2f} s, "
+              f"stage 3 {s.get('followers', 0):.2f} s, plan total {res['plan_s']:.2f} s, write {res['write_s']:.2f} s "
+              f"| total {res['total_s']:.2f} s, peak {res['peak_mib']:,} MiB | moves {res['moves']:,}, "
+              f"M* {res['m_star']:,}, bound {res['lower_bound']:,}, proven {res['proven']} ({res['reason']})",
+              flush=True)
+    head = ("case", "replicas", "load s (parse)", "stage 1 s", "stage 2 s", "stage 3 s", "plan s", "total s",
+            "peak MiB", "moves", "M*", "bound", "proven")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        s = r["stages_s"]
+        print("| " + " | ".join(str(x) for x in (
+            r["case"], f"{r['replicas']:,}", f"{r['load_s']:.2f} ({r['parse_s']:.2f})", f"{s.get('replicas', 0):.2f}",
+            f"{s.get('leaders', 0):.2f}", f"{s.get('followers', 0):.2f}", f"{r['plan_s']:.2f}",
+            f"{r['total_s']:.2f}", f"{r['peak_mib']:,}", f"{r['moves']:,}", f"{r['m_star']:,}",
+            f"{r['lower_bound']:,}", "yes" if r["proven"] else "no")) + " |")
+    if only in (None, HEADLINE):
+        d = ensure_input(root, HEADLINE)
+        cmd = [sys.executable, "-m", "flowbalance_cli", "plan", str(d / "assignment.json"), "--brokers",
+               str(d / "brokers.csv"), *CASES[HEADLINE][2], "-o", str(d / "plan-cli.json"), "--json"]
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        print(f"end to end, one process: flowbalance plan ({HEADLINE}) {time.perf_counter() - t:.2f} s", flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    print(json.dumps(worker(sys.argv[1], Path(sys.argv[2]))))
