@@ -309,20 +309,30 @@ def _pairs_ideal(state: ClusterState) -> bool:
 # ---- certificate ---------------------------------------------------------------------------------
 
 def topic_lower_bound(state: ClusterState, target_rf: np.ndarray, movable: np.ndarray) -> int:
-    """Σ over movable topics of that topic's M*: arrivals per topic are disjoint, so this bounds the moves too."""
+    """Σ over movable topics of that topic's M*: arrivals per topic are disjoint, so this bounds the moves too.
+    Vectorized over a (topic, live broker) count matrix; the same rule as ``targets.min_arrivals`` per topic."""
     b = state.brokers
-    live = b.live
-    idx = state.replica_index
-    n = len(b)
-    total = 0
-    for t in np.unique(state.topic[movable]).tolist():
-        rows = state.topic == t
-        sub = idx[rows]
-        c = np.bincount(sub[sub >= 0], minlength=n)
-        rt = int(target_rf[rows].sum())
-        lo, hi = intervals(rt, b.weight, live)
-        total += min_arrivals(c, rt, lo, hi, live)
-    return total
+    live_idx = np.flatnonzero(b.live)
+    NL = len(live_idx)
+    topics, tpos = np.unique(state.topic[movable], return_inverse=True)
+    T = len(topics)
+    if T == 0 or NL == 0:
+        return 0
+    lpos = np.full(len(b), -1, dtype=np.int64)
+    lpos[live_idx] = np.arange(NL)
+    sub = state.replica_index[movable]
+    r, col = np.nonzero(sub >= 0)
+    lp = lpos[sub[r, col]]
+    ok = lp >= 0
+    c = np.bincount(tpos[r[ok]] * NL + lp[ok], minlength=T * NL).reshape(T, NL)
+    rt = np.bincount(tpos, weights=target_rf[movable], minlength=T)
+    w = b.weight[live_idx]
+    q = rt[:, None] * (w / w.sum())[None, :]
+    lo = np.floor(q + 1e-9).astype(np.int64)
+    hi = np.maximum(np.ceil(q - 1e-9).astype(np.int64), lo)
+    t = np.clip(c, lo, hi)
+    short = rt.astype(np.int64) - t.sum(axis=1)
+    return int(np.maximum(t - c, 0).sum() + np.maximum(short, 0).sum())
 
 
 def _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages,

@@ -30,6 +30,7 @@ from .common import StageInput, rack_forced_intervals, apply_changes_arrays, pen
 # realization arcs built at once before the candidate brokers per unit are limited (and enlarged on failure)
 _REALIZE_ARCS = 4_000_000
 _HINT_MAX = 3
+_HINT_UNITS = 100_000  # above this many moved replicas the realization drops the pair tie-break (speed)
 
 
 @dataclass
@@ -278,6 +279,8 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
         gi, sidx, sb = gi[~bad], sidx[~bad], sb[~bad]
         lp = lead_lp[g_p[gi]]
         cost = np.where(lp >= 0, np.minimum(pairs[np.maximum(lp, 0), sb], _HINT_MAX), 0).astype(np.int64)
+        if U > _HINT_UNITS:
+            cost[:] = 0  # a pure feasibility flow solves faster; the tie-break matters little among so many moves
         if bonus:
             big = _HINT_MAX * U + 1
             for newpos, (rows_mask, _) in bonus.items():
