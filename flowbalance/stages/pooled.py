@@ -56,6 +56,7 @@ def balance_pooled(
     racks: bool = True,
     prefer: dict[int, int] | None = None,
     lower_bound: int | None = None,
+    allow_prune: bool = True,
 ) -> PooledResult:
     """Solve the pooled network, then realize its pooled units as concrete arrivals."""
     si = StageInput.of(state, movable)
@@ -177,7 +178,8 @@ def balance_pooled(
     # 1. pruned pools, hard intervals (costs 0/1: the solver's cost scaling is fast); kept only when the moves
     #    reach the lower bound, which proves them optimal. 2. every pool arc, hard intervals: the exact relaxation.
     # 3. when the intervals cannot all be met at once: soft intervals with priority penalties (closest balance).
-    attempts = [(True, True), (True, False), (False, False)] if lower_bound is not None else [(True, False), (False, False)]
+    attempts = [(True, True), (True, False), (False, False)] if (lower_bound is not None and allow_prune) \
+        else [(True, False), (False, False)]
     for hard, prune in attempts:
         net, keep, move, pool, forced, pt, pb = build(hard, prune)
         res = try_min_cost(net)
@@ -206,6 +208,10 @@ def balance_pooled(
     pairs = _pair_counts(idx, lpos, NL)
     bonus = _prefer_bonus(state, mov, lpos, b, prefer or {})
     got, rounds = realize(unit_p, unit_g, slot_b, slot_g, sub, lpos, lead_lp, pairs, bonus)
+    if got is None and prune:
+        # another optimum of the unpruned relaxation may be realizable
+        return balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
+                              lower_bound=lower_bound, allow_prune=False)
     if got is None:
         return PooledResult(replicas=None, moves=moves, pruned=prune, rack_forced=forced_racks is not None, bound=lower_bound, arcs=net.num_arcs, nodes=net.num_nodes,
                             realize_rounds=rounds)

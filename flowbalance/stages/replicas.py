@@ -15,10 +15,15 @@ import numpy as np
 
 from ..flow.mincost import solve_min_cost
 from ..flow.network import Network, convex_arcs
+from ..errors import PlanningError
 from ..model import PAD, ClusterState
 from ..targets import intervals
 from .pooled import balance_pooled
 from .common import COST_BOUND, StageInput, apply_changes, membership, penalties, share_intervals
+
+
+# the full keep network is the fallback only up to this many candidate arcs (about 2 GiB in the solver)
+_KEEP_ARCS = 30_000_000
 
 
 @dataclass
@@ -52,6 +57,11 @@ def balance_replicas(
         return ReplicaResult(replicas=pooled.replicas, arcs=pooled.arcs, nodes=pooled.nodes, network="pooled",
                              flow_bound=pooled.moves, pruned=pooled.pruned, rack_forced=pooled.rack_forced,
                              bound=pooled.bound)
+    live = int(state.brokers.live.sum())
+    if int(movable.sum()) * live > _KEEP_ARCS:
+        raise PlanningError(
+            f"the pooled optimum ({pooled.moves} moves) could not be realized and the full network would need "
+            f"{int(movable.sum()) * live:,} arcs; plan fewer topics at a time (--topics) and report this case")
     res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer)
     res.flow_bound = pooled.moves
     return res
