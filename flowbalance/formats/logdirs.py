@@ -32,15 +32,8 @@ class LogDirs:
 
 def read_logdirs(text: str, source: str) -> LogDirs:
     """Find the JSON line (after the status lines) and read every non-future replica's size."""
-    offset, lineno = 0, 0
-    for line in text.splitlines(keepends=True):
-        if line.lstrip().startswith("{"):
-            break
-        offset += len(line)
-        lineno += 1
-    else:
-        raise InputError(source, "", "no JSON line found (expected kafka-log-dirs --describe output)")
-    with _gc_paused():
+    offset, lineno = _json_start(text, source)
+    with _gc_paused():  # a million new dicts, lists and tuples, none in a cycle: see _gc_paused
         doc = parse_json(text[offset:], source, line_offset=lineno)
         if not isinstance(doc, dict) or "brokers" not in doc:
             raise InputError(source, "brokers", "missing field (expected {\"version\":1,\"brokers\":[...]})")
@@ -51,27 +44,32 @@ def read_logdirs(text: str, source: str) -> LogDirs:
         if gathered is None:
             _raise_first_error(brokers, source)
         dirs, names, sizes = gathered
-        split = [n.rpartition("-") for n in names]
-        topics = [t for t, _, _ in split]
-        nums = [n for _, _, n in split]
-        if "" in topics or not all(map(str.isdigit, nums)):  # "" also when there is no dash
+        # "topic-N" splits at the last dash
+        topics = [n.rpartition("-")[0] for n in names]
+        nums = [n.rpartition("-")[2] for n in names]
+        if "" in topics or not all(map(_ascii_digits, nums)):  # the topic is "" too when there is no dash
             _raise_first_error(brokers, source)
-        sizes_, warnings, replica_sizes = _summarize(topics, list(map(int, nums)), sizes, source)
+        sizes_by_key, warnings, replica_sizes = _summarize(topics, list(map(int, nums)), sizes, source)
     dirs = {b: sorted(set(dirs[b])) for b in sorted(dirs)}
-    return LogDirs(source=source, sizes=sizes_, dirs=dirs, replica_sizes=replica_sizes, warnings=warnings)
+    return LogDirs(source=source, sizes=sizes_by_key, dirs=dirs, replica_sizes=replica_sizes, warnings=warnings)
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: a large document is ~1M dicts (no cycles) that every
-    collection triggered while reading would scan again, which costs more than the reading itself."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+def _json_start(text: str, source: str) -> tuple[int, int]:
+    """Offset and line number of the first line that starts with "{" (after blanks): the JSON line.
+
+    Usually that is the line of the first "{", found without splitting the whole (large) text into lines.
+    """
+    first = text.find("{")
+    if first >= 0:
+        head = text[: first + 1].splitlines(keepends=True)
+        if head[-1].lstrip().startswith("{"):
+            return first + 1 - len(head[-1]), len(head) - 1
+    offset = 0
+    for lineno, line in enumerate(text.splitlines(keepends=True)):
+        if line.lstrip().startswith("{"):
+            return offset, lineno
+        offset += len(line)
+    raise InputError(source, "", "no JSON line found (expected kafka-log-dirs --describe output)")
 
 
 def _gather(brokers: list) -> tuple[dict[int, list[str]], list[str], list[int]] | None:
@@ -110,7 +108,7 @@ def _gather(brokers: list) -> tuple[dict[int, list[str]], list[str], list[int]] 
 
 
 def _raise_first_error(brokers: list, source: str) -> NoReturn:
-    """Walk the document entry by entry and raise for the first bad value (only run after a bulk check failed)."""
+    """Walk the document entry by entry and raise for the first bad value (run once a bulk check has failed)."""
     for bi, b in enumerate(brokers):
         where = f"brokers[{bi}]"
         if not isinstance(b, dict):
@@ -143,7 +141,7 @@ def _raise_first_error(brokers: list, source: str) -> NoReturn:
                 if type(name) is not str:
                     raise InputError(source, f"{pwhere}.partition", "wrong type: expected \"topic-N\"", name)
                 topic, dash, num = name.rpartition("-")
-                if not dash or not topic or not num.isdigit():
+                if not dash or not topic or not _ascii_digits(num):
                     raise InputError(source, f"{pwhere}.partition", "expected \"topic-N\"", name)
                 size = p.get("size")
                 if type(size) is not int:
@@ -154,34 +152,70 @@ def _raise_first_error(brokers: list, source: str) -> NoReturn:
     raise AssertionError(f"{source}: a bulk check failed but no entry is bad")  # the checks disagree: a bug
 
 
-def _summarize(topics: list[str], nums: list[int], sizes: list[int], source: str):
-    """Group replicas by (topic, partition): the largest size (sorted by key), a warning where replicas
-    differ a lot, and every replica's size (keys in first-seen order, sizes in document order)."""
+def _summarize(
+    topics: list[str], nums: list[int], sizes: list[int], source: str
+) -> tuple[dict[tuple[str, int], int], list[str], dict[tuple[str, int], list[int]]]:
+    """Group the replicas by (topic, partition number), as the entry-by-entry reader did.
+
+    Returns the largest size per partition (keys sorted), a warning for each partition whose replica
+    sizes differ a lot, and every replica's size (keys in first-seen order, sizes in document order).
+    """
     if not topics:
         return {}, [], {}
-    names = sorted(set(topics))
-    rank = dict(zip(names, range(len(names))))
-    key = _pair_key(np.fromiter(map(rank.__getitem__, topics), dtype=np.int64, count=len(topics)), _int_array(nums))
-    order = np.argsort(key, kind="stable")  # stable: each group keeps its replicas in document order
+    topic_names = sorted(set(topics))
+    rank = dict(zip(topic_names, range(len(topic_names))))
+    topic = np.fromiter(map(rank.__getitem__, topics), dtype=np.int64, count=len(topics))
+    number = _int_array(nums)
+    key = _pair_key(topic, number)
+    order = np.argsort(key, kind="stable")  # stable: each partition's replicas stay in document order
     ks = key[order]
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    ends = np.r_[starts[1:], len(ks)]
-    first = order[starts]  # each partition's first replica in the document
+    count = np.diff(np.r_[starts, len(ks)])
     size = _int_array(sizes)[order]
     hi, lo = np.maximum.reduceat(size, starts), np.minimum.reduceat(size, starts)
-    keys = [(topics[i], nums[i]) for i in first.tolist()]
-    sizes_by_key = dict(zip(keys, hi.tolist()))
     floor = np.maximum(lo, 1)
-    # hi > 2 * max(lo, 1), written so it cannot overflow int64
-    differ = (ends - starts > 1) & (hi - floor > floor) & (hi - lo > 1024 * 1024)
+    # hi > 2 * floor, written so it cannot overflow int64 (bool dtype also when the sizes are Python ints)
+    differ = np.asarray((count > 1) & (hi - floor > floor) & (hi - lo > 1024 * 1024), dtype=bool)
+    first = order[starts]  # each partition's first replica
+    wide = np.flatnonzero(differ)
     warnings = [
-        f"{source}: {keys[g][0]}-{keys[g][1]}: replica sizes differ more than 2x ({int(lo[g])} .. {int(hi[g])} bytes); using the largest"
-        for g in np.flatnonzero(differ).tolist()
+        f"{source}: {topic_names[t]}-{p}: replica sizes differ more than 2x ({int(lo[g])} .. {int(hi[g])} bytes);"
+        " using the largest"
+        for g, t, p in zip(wide.tolist(), topic[first[wide]].tolist(), number[first[wide]].tolist())
     ]
-    flat = size.tolist()
+    # replica sizes with the partitions in first-seen order: regroup `size` so that each list is a slice
     seen = np.argsort(first)
-    replica_sizes = {keys[g]: flat[s:e] for g, s, e in zip(seen.tolist(), starts[seen].tolist(), ends[seen].tolist())}
+    seen_count = count[seen]
+    seen_end = np.cumsum(seen_count)
+    take = np.repeat(starts[seen] - (seen_end - seen_count), seen_count) + np.arange(len(size))
+    # keys and lists are built in memory order (shared tuples read back in another order cost cache misses)
+    sizes_by_key = dict(zip(_keys(topic_names, topic[first], number[first]), hi.tolist()))
+    flat = size[take].tolist()
+    bounds = seen_end.tolist()
+    lists = [flat[a:b] for a, b in zip([0] + bounds[:-1], bounds)]
+    replica_sizes = dict(zip(_keys(topic_names, topic[first[seen]], number[first[seen]]), lists))
     return sizes_by_key, warnings, replica_sizes
+
+
+def _keys(topic_names: list[str], topic: np.ndarray, number: np.ndarray):
+    """(topic name, partition number) key tuples from topic ranks and numbers."""
+    return zip(map(topic_names.__getitem__, topic.tolist()), number.tolist())
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many objects that hold no cycles.
+
+    Hundreds of thousands of new lists and tuples would otherwise set off full collections, each
+    scanning everything built so far; after the pause the survivors are scanned once or twice.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _int_array(values) -> np.ndarray:
@@ -233,3 +267,8 @@ def sizes_for(state_topics: tuple[str, ...], topic: np.ndarray, partition: np.nd
     hit = ld_key[order[pos]] == state_key
     out[hit] = ld_size[order[pos[hit]]]
     return out
+
+
+def _ascii_digits(s: str) -> bool:
+    """True for a plain 0-9 partition number ("²" and other Unicode digits are not partition numbers)."""
+    return s.isascii() and s.isdigit()
