@@ -40,6 +40,14 @@ HEADLINE = "add-10-to-990"
 
 
 def _peak_mib() -> float:
+    """This process's own peak RSS. ru_maxrss can report the parent's peak after fork + exec, so read the
+    high-water mark of this address space from /proc when there is one."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
