@@ -74,6 +74,8 @@ def reference_read(text: str, source: str):
                     raise InputError(source, f"{pat}.size", "wrong type: expected an integer", size)
                 if size < 0:
                     raise InputError(source, f"{pat}.size", "size must not be negative", size)
+                if size > 2**63 - 1:
+                    raise InputError(source, f"{pat}.size", "size out of range (above 2^63 - 1 bytes)", size)
                 replicas.setdefault((topic, int(num)), []).append(size)
     sizes, warnings = {}, []
     for key in sorted(replicas):

@@ -102,7 +102,8 @@ def _gather(brokers: list) -> tuple[dict[int, list[str]], list[str], list[int]] 
         entries = [p for p, f in zip(entries, future) if f is not True]
     names = list(map(dict.get, entries, repeat("partition")))
     sizes = list(map(dict.get, entries, repeat("size")))
-    if not set(map(type, names)) <= {str} or not set(map(type, sizes)) <= {int} or (sizes and min(sizes) < 0):
+    if not set(map(type, names)) <= {str} or not set(map(type, sizes)) <= {int} or \
+            (sizes and (min(sizes) < 0 or max(sizes) > _MAX_SIZE)):
         return None
     return dirs, names, sizes
 
@@ -148,6 +149,8 @@ def _raise_first_error(brokers: list, source: str) -> NoReturn:
                     raise InputError(source, f"{pwhere}.size", "wrong type: expected an integer", size)
                 if size < 0:
                     raise InputError(source, f"{pwhere}.size", "size must not be negative", size)
+                if size > _MAX_SIZE:
+                    raise InputError(source, f"{pwhere}.size", "size out of range (above 2^63 - 1 bytes)", size)
                 int(num)  # as the reader does next: a digit that int() rejects (such as "²") fails here
     raise AssertionError(f"{source}: a bulk check failed but no entry is bad")  # the checks disagree: a bug
 
@@ -267,6 +270,9 @@ def sizes_for(state_topics: tuple[str, ...], topic: np.ndarray, partition: np.nd
     hit = ld_key[order[pos]] == state_key
     out[hit] = ld_size[order[pos[hit]]]
     return out
+
+
+_MAX_SIZE = 2**63 - 1  # sizes are int64 in the cluster model
 
 
 def _ascii_digits(s: str) -> bool:
