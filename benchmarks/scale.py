@@ -51,6 +51,34 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _reset_peak() -> bool:
+    """Reset this process's high-water RSS (Linux: write 5 to /proc/self/clear_refs); False when unsupported."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _watch_stages(peaks: dict) -> None:
+    """Wrap the planner's stage functions so that each records its own peak RSS."""
+    import flowbalance.plan as planmod
+
+    for stage, name in (("replicas", "balance_replicas"), ("replicas", "balance_direct"),
+                        ("leaders", "balance_leaders"), ("followers", "balance_followers")):
+        real = getattr(planmod, name)
+
+        def wrapped(*a, _real=real, _stage=stage, **k):
+            ok = _reset_peak()
+            try:
+                return _real(*a, **k)
+            finally:
+                if ok:
+                    peaks[_stage] = round(_peak_mib())
+
+        setattr(planmod, name, wrapped)
+
+
 def ensure_input(root: Path, name: str) -> Path:
     d = root / name
     if not (d / "assignment.json").exists():
@@ -75,11 +103,15 @@ def worker(name: str, d: Path) -> dict:
     t = time.perf_counter()
     state = load_cluster(d / "assignment.json", brokers=d / "brokers.csv").state
     out["load_s"] = time.perf_counter() - t
+    out["load_peak_mib"] = round(_peak_mib())
     out["replicas"] = state.num_replicas
     out["brokers"] = len(state.brokers)
+    stage_peaks: dict = {}
+    _watch_stages(stage_peaks)
     t = time.perf_counter()
     p = plan(state, **CASES[name][1])
     out["plan_s"] = time.perf_counter() - t
+    out["stage_peak_mib"] = stage_peaks
     out["stages_s"] = {k: round(v, 3) for k, v in p.seconds.items()}
     t = time.perf_counter()
     body = reassignment_json(p.after, p.changes.changed_rows)
@@ -93,7 +125,7 @@ def worker(name: str, d: Path) -> dict:
                spreads_after=[p.metrics_after.replica_spread, p.metrics_after.topic.spread,
                               p.metrics_after.leader_spread],
                failover_worst=[p.metrics_before.failover.worst[1], p.metrics_after.failover.worst[1]],
-               peak_mib=round(_peak_mib()))
+               peak_mib=max([round(_peak_mib()), *stage_peaks.values(), out["load_peak_mib"]]))
     out["total_s"] = out["load_s"] + out["plan_s"] + out["write_s"]  # load includes the parse
     return out
 
@@ -112,11 +144,12 @@ def bench_scale(root: Path, only: str | None = None) -> list[dict]:
         print(f"{name}: {res['replicas']:,} replicas on {res['brokers']:,} brokers | parse {res['parse_s']:.2f} s, "
               f"load {res['load_s']:.2f} s, stage 1 {s.get('replicas', 0):.2f} s, stage 2 {s.get('leaders', 0):.2f} s, "
               f"stage 3 {s.get('followers', 0):.2f} s, plan total {res['plan_s']:.2f} s, write {res['write_s']:.2f} s "
-              f"| total {res['total_s']:.2f} s, peak {res['peak_mib']:,} MiB | moves {res['moves']:,}, "
+              f"| total {res['total_s']:.2f} s, peak {res['peak_mib']:,} MiB (load {res['load_peak_mib']:,}, stages "
+              f"{res['stage_peak_mib']}) | moves {res['moves']:,}, "
               f"M* {res['m_star']:,}, bound {res['lower_bound']:,}, proven {res['proven']} ({res['reason']})",
               flush=True)
     head = ("case", "replicas", "load s (parse)", "stage 1 s", "stage 2 s", "stage 3 s", "plan s", "total s",
-            "peak MiB", "moves", "M*", "bound", "proven")
+            "peak MiB (load / stage 1 / 2 / 3)", "moves", "M*", "bound", "proven")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
@@ -124,7 +157,9 @@ def bench_scale(root: Path, only: str | None = None) -> list[dict]:
         print("| " + " | ".join(str(x) for x in (
             r["case"], f"{r['replicas']:,}", f"{r['load_s']:.2f} ({r['parse_s']:.2f})", f"{s.get('replicas', 0):.2f}",
             f"{s.get('leaders', 0):.2f}", f"{s.get('followers', 0):.2f}", f"{r['plan_s']:.2f}",
-            f"{r['total_s']:.2f}", f"{r['peak_mib']:,}", f"{r['moves']:,}", f"{r['m_star']:,}",
+            f"{r['total_s']:.2f}",
+            f"{r['peak_mib']:,} ({r['load_peak_mib']:,} / " + " / ".join(
+                f"{r['stage_peak_mib'].get(k, 0):,}" for k in ("replicas", "leaders", "followers")) + ")", f"{r['moves']:,}", f"{r['m_star']:,}",
             f"{r['lower_bound']:,}", "yes" if r["proven"] else "no")) + " |")
     if only in (None, HEADLINE):
         d = ensure_input(root, HEADLINE)
