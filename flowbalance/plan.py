@@ -14,10 +14,11 @@ import numpy as np
 
 from .errors import InputError, PlanningError
 from .metrics import Changes, StateMetrics, compare, leader_counts, measure, pair_matrix, rack_violations, replica_counts, topic_spread
-from .model import PAD, Brokers, ClusterState
+from .model import ClusterState
 from .stages.direct import balance_direct, direct_applies
 from .stages.followers import balance_followers
 from .stages.leaders import balance_leaders
+from .stages.common import share_intervals
 from .stages.replicas import balance_replicas
 from .targets import intervals, min_arrivals, within
 from .verify import verify_plan
@@ -87,6 +88,8 @@ def plan(
     original_leader = before.replicas[:, 0].copy()
     prefer = dict(replace or {})
 
+    mb = measure(before, target_rf=target_rf)  # M* for the certificate and for stage 1's pruned attempt
+    tstar = topic_lower_bound(before, target_rf, movable) if per_topic else None
     notes: list[str] = []
     stage1 = None
     skipped = _meets_every_target(before, target_rf, per_topic, stages)
@@ -100,12 +103,8 @@ def plan(
                 new, value = balance_direct(cur)
                 notes.append(f"pure rebalance: direct network solved by max flow (flow value {value})")
             else:
-                mstar = min_arrivals(replica_counts(cur), int(target_rf.sum()),
-                                     *intervals(int(target_rf.sum()), cur.brokers.weight, cur.brokers.live),
-                                     cur.brokers.live)
-                tstar = topic_lower_bound(cur, target_rf, movable) if per_topic else 0
                 res = balance_replicas(cur, target_rf, movable, per_topic=per_topic, prefer=prefer,
-                                       lower_bound=max(mstar, tstar))
+                                       lower_bound=max(mb.min_moves, tstar or 0))
                 new = res.replicas
                 stage1 = res
                 notes.append(_stage1_note(res))
@@ -132,12 +131,11 @@ def plan(
     verify_plan(before, after, target_rf, movable)
     seconds["verify"] = time.perf_counter() - t
     changes = compare(before, after)
-    mb = measure(before, target_rf=target_rf)
     ma = measure(after)
     if "followers" in run and not (after.rf >= 3).any() and (after.rf == 2).any():
         notes.append("RF 2: the first follower is the only other replica, so reordering cannot change failover; "
                      "only placement does")
-    cert = _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages,
+    cert = _certificate(before, after, target_rf, per_topic, changes, mb, tstar, original_leader, notes, stages,
                         stage1)
     seconds["total"] = time.perf_counter() - t0
     return Plan(before=before, after=after, target_rf=target_rf, movable=movable, changes=changes,
@@ -326,21 +324,17 @@ def topic_lower_bound(state: ClusterState, target_rf: np.ndarray, movable: np.nd
     ok = lp >= 0
     c = np.bincount(tpos[r[ok]] * NL + lp[ok], minlength=T * NL).reshape(T, NL)
     rt = np.bincount(tpos, weights=target_rf[movable], minlength=T)
-    w = b.weight[live_idx]
-    q = rt[:, None] * (w / w.sum())[None, :]
-    lo = np.floor(q + 1e-9).astype(np.int64)
-    hi = np.maximum(np.ceil(q - 1e-9).astype(np.int64), lo)
-    t = np.clip(c, lo, hi)
+    lo, hi = share_intervals(rt, b.weight[live_idx])
+    t = np.clip(c, lo.reshape(T, NL), hi.reshape(T, NL))
     short = rt.astype(np.int64) - t.sum(axis=1)
     return int(np.maximum(t - c, 0).sum() + np.maximum(short, 0).sum())
 
 
-def _certificate(before, after, target_rf, movable, per_topic, changes, mb, original_leader, notes, stages,
+def _certificate(before, after, target_rf, per_topic, changes, mb, tstar, original_leader, notes, stages,
                  stage1=None) -> Certificate:
     b = before.brokers
     live = b.live
     mstar = mb.min_moves
-    tstar = topic_lower_bound(before, target_rf, movable) if per_topic else None
     lb = max(mstar, tstar or 0)
     moves = changes.moves
     ma_counts = replica_counts(after)

@@ -22,23 +22,24 @@ def solve_min_cost(net: Network) -> tuple[np.ndarray, int]:
 def try_min_cost(net: Network) -> tuple[np.ndarray, int] | None:
     """Solve; (flow per arc in insertion order, optimal cost), or None when no flow meets the supplies."""
     tails, heads, caps, costs = net.arrays()
+    return _solve(tails, heads, caps, costs, net.supplies(), net.num_nodes)
+
+
+def _solve(tails, heads, caps, costs, supply, num_nodes) -> tuple[np.ndarray, int] | None:
+    """One OR-Tools solve of nodes 0 .. num_nodes-1; None when infeasible."""
     smcf = min_cost_flow.SimpleMinCostFlow()
-    if len(tails):
-        arcs = smcf.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, costs)
-    else:
-        arcs = np.zeros(0, dtype=np.int64)
-    supply = net.supplies()
+    arcs = smcf.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, costs) if len(tails) else None
     nz = np.flatnonzero(supply)
     if len(nz):
         smcf.set_nodes_supplies(nz.astype(np.int64), supply[nz])
-    if net.num_nodes and smcf.num_nodes() < net.num_nodes:
-        smcf.add_arc_with_capacity_and_unit_cost(net.num_nodes - 1, net.num_nodes - 1, 0, 0)
+    if num_nodes and smcf.num_nodes() < num_nodes:
+        smcf.add_arc_with_capacity_and_unit_cost(num_nodes - 1, num_nodes - 1, 0, 0)
     status = smcf.solve()
     if status == smcf.INFEASIBLE:
         return None
     if status != smcf.OPTIMAL:
         raise FlowError(f"min-cost flow failed with status {status}")
-    flows = smcf.flows(arcs) if len(tails) else np.zeros(0, dtype=np.int64)
+    flows = smcf.flows(arcs) if arcs is not None else np.zeros(0, dtype=np.int64)
     return np.asarray(flows, dtype=np.int64), int(smcf.optimal_cost())
 
 
@@ -74,16 +75,12 @@ def solve_min_cost_split(net: Network, component: np.ndarray, *, infeasible_ok: 
     for k in np.flatnonzero(a_count).tolist():
         sl = arc_order[a_start[k]: a_start[k] + a_count[k]]
         nodes = node_order[n_start[k]: n_start[k] + n_count[k]]
-        smcf = min_cost_flow.SimpleMinCostFlow()
-        arcs = smcf.add_arcs_with_capacity_and_unit_cost(lt[sl], lh[sl], caps[sl], costs[sl])
-        sup = supply[nodes]
-        nz = np.flatnonzero(sup)
-        if len(nz):
-            smcf.set_nodes_supplies(local[nodes[nz]], sup[nz])
-        status = smcf.solve()
-        if status == smcf.INFEASIBLE and infeasible_ok:
-            return None
-        if status != smcf.OPTIMAL:
-            raise FlowError(f"min-cost flow failed with status {status} in component {k}")
-        flows[sl] = smcf.flows(arcs)
+        sup = np.zeros(len(nodes), dtype=np.int64)
+        sup[local[nodes]] = supply[nodes]
+        res = _solve(lt[sl], lh[sl], caps[sl], costs[sl], sup, len(nodes))
+        if res is None:
+            if infeasible_ok:
+                return None
+            raise FlowError(f"min-cost flow found no feasible flow in component {k}")
+        flows[sl] = res[0]
     return flows

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import PAD, Brokers, ClusterState
+from ..targets import intervals
 
 # Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
 # node count below this bound.
@@ -169,19 +170,28 @@ def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: 
     T = len(topic_count) if topic_count is not None else 0
     tlo = np.zeros((T, NL), dtype=np.int64) if T else None
     thi = np.zeros((T, NL), dtype=np.int64) if T else None
-    live = np.zeros(N, dtype=bool)
     for r in range(K):
         pos = np.flatnonzero(rack_of_live == r)
         members = live_idx[pos]
-        live[:] = False
-        live[members] = True
-        total = len(movable_rf) + int(fixed_c[members].sum())
-        w = brokers.weight
-        q = total * w[members] / w[members].sum()
-        lo[members] = np.floor(q + 1e-9).astype(np.int64)
-        hi[members] = np.maximum(np.ceil(q - 1e-9).astype(np.int64), lo[members])
+        in_rack = np.zeros(N, dtype=bool)
+        in_rack[members] = True
+        r_lo, r_hi = intervals(len(movable_rf) + int(fixed_c[members].sum()), brokers.weight, in_rack)
+        lo[members], hi[members] = r_lo[members], r_hi[members]
         if T:
-            a, c = share_intervals(topic_count, w[members])
+            a, c = share_intervals(topic_count, brokers.weight[members])
             tlo[:, pos] = a.reshape(T, len(pos))
             thi[:, pos] = c.reshape(T, len(pos))
     return lo, hi, (tlo.ravel() if T else None), (thi.ravel() if T else None)
+
+
+def pair_counts(idx: np.ndarray, lpos: np.ndarray, NL: int) -> np.ndarray:
+    """[NL, NL]: how many partitions each live leader shares with each live broker as its first follower."""
+    out = np.zeros((NL, NL), dtype=np.int64)
+    if idx.shape[1] < 2 or NL == 0:
+        return out
+    a, f = idx[:, 0], idx[:, 1]
+    ok = (a >= 0) & (f >= 0)
+    la, lf = lpos[a[ok]], lpos[f[ok]]
+    ok2 = (la >= 0) & (lf >= 0)
+    np.add.at(out, (la[ok2], lf[ok2]), 1)
+    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import PAD, ClusterState
+from ..model import ClusterState
 from ..targets import intervals
 from .common import apply_changes
 from ..flow.maxflow import solve_max_flow

@@ -23,9 +23,10 @@ import numpy as np
 
 from ..flow.mincost import FlowError, solve_min_cost_split, try_min_cost
 from ..flow.network import Network, convex_arcs
-from ..model import PAD, ClusterState
+from ..model import ClusterState
 from ..targets import intervals, min_arrivals
-from .common import StageInput, rack_forced_intervals, apply_changes_arrays, penalties, share_intervals
+from .common import (StageInput, apply_changes_arrays, pair_counts, penalties, rack_forced_intervals,
+                     share_intervals)
 
 # realization arcs built at once before the candidate brokers per unit are limited (and enlarged on failure)
 _REALIZE_ARCS = 4_000_000
@@ -205,7 +206,7 @@ def balance_pooled(
     slot_b = np.repeat(pb, arrivals)  # one entry per arrival slot, grouped by pool
     slot_g = np.repeat(pt * K + rack_of_live[pb], arrivals)
     lead_lp = np.where(sub[:, 0] >= 0, lpos[np.maximum(sub[:, 0], 0)], -1)
-    pairs = _pair_counts(idx, lpos, NL)
+    pairs = pair_counts(idx, lpos, NL)
     bonus = _prefer_bonus(state, mov, lpos, b, prefer or {})
     got, rounds = realize(unit_p, unit_g, slot_b, slot_g, sub, lpos, lead_lp, pairs, bonus)
     if got is None and prune:
@@ -316,19 +317,6 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
         if window >= width:
             return None, rounds
         window = min(width, window * 4)
-
-
-def _pair_counts(idx: np.ndarray, lpos: np.ndarray, NL: int) -> np.ndarray:
-    """How many partitions each live leader shares with each live broker as its first follower."""
-    out = np.zeros((NL, NL), dtype=np.int64)
-    if idx.shape[1] < 2 or NL == 0:
-        return out
-    a, f = idx[:, 0], idx[:, 1]
-    ok = (a >= 0) & (f >= 0)
-    la, lf = lpos[a[ok]], lpos[f[ok]]
-    ok2 = (la >= 0) & (lf >= 0)
-    np.add.at(out, (la[ok2], lf[ok2]), 1)
-    return out
 
 
 def _prefer_bonus(state: ClusterState, mov: np.ndarray, lpos: np.ndarray, b, prefer: dict[int, int]

@@ -19,7 +19,7 @@ from ..errors import PlanningError
 from ..model import PAD, ClusterState
 from ..targets import intervals
 from .pooled import balance_pooled
-from .common import COST_BOUND, StageInput, apply_changes, membership, penalties, share_intervals
+from .common import COST_BOUND, StageInput, apply_changes, membership, pair_counts, penalties, share_intervals
 
 
 # the full keep network is the fallback only up to this many candidate arcs (about 2 GiB in the solver)
@@ -138,7 +138,7 @@ def balance_keep(
     keep = member.ravel()
     cost = np.where(keep, 0, move_cost).astype(np.int64)
     if use_hint and NL > 1:
-        pairs = _pair_counts(state, lpos, NL)  # [NL, NL]: leader live position -> partner live position
+        pairs = pair_counts(state.replica_index, lpos, NL)  # [NL, NL]: leader live position -> partner live position
         lead = lpos[np.maximum(idx[mov, 0], 0)]
         lead = np.where(idx[mov, 0] >= 0, lead, -1)
         lp_rep = np.repeat(lead, NL)
@@ -190,17 +190,3 @@ def _rebuild(state: ClusterState, mov: np.ndarray, new_sets: np.ndarray, member:
         removed[row] = sorted(old - new)
         added[row] = sorted(new - old)
     return apply_changes(state.replicas, removed, added)
-
-
-def _pair_counts(state: ClusterState, lpos: np.ndarray, NL: int) -> np.ndarray:
-    """How many partitions each live leader shares with each live broker as its first follower."""
-    idx = state.replica_index
-    out = np.zeros((NL, NL), dtype=np.int64)
-    if idx.shape[1] < 2:
-        return out
-    a, f = idx[:, 0], idx[:, 1]
-    ok = (a >= 0) & (f >= 0)
-    la, lf = lpos[a[ok]], lpos[f[ok]]
-    ok2 = (la >= 0) & (lf >= 0)
-    np.add.at(out, (la[ok2], lf[ok2]), 1)
-    return out
