@@ -122,7 +122,9 @@ def bench_scenarios() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks")
     ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "all"])
-    ap.add_argument("--only", default=None, help="with scale: run one case")
+    from .scale import CASES
+
+    ap.add_argument("--only", default=None, choices=sorted(CASES), help="with scale: run one case")
     ap.add_argument("--out", default=os.environ.get("FLOWBALANCE_BENCH_DIR", str(Path(tempfile.gettempdir()) / "flowbalance-bench")))
     args = ap.parse_args()
     out = Path(args.out)
