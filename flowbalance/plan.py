@@ -21,9 +21,11 @@ from .stages.leaders import balance_leaders
 from .stages.common import share_intervals
 from .stages.replicas import balance_replicas
 from .targets import intervals, min_arrivals, within
+from .templates.place import TemplateResult, place_by_templates
 from .verify import verify_plan
 
 STAGES = ("replicas", "leaders", "followers")
+STRATEGIES = ("flow", "template")
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Plan:
     stages_run: tuple[str, ...]
     seconds: dict[str, float]
     skipped: bool  # True when the pre-check found nothing to do
+    strategy: str = "flow"
 
     @property
     def is_empty(self) -> bool:
@@ -73,14 +76,23 @@ def plan(
     exclude_topics: str | None = None,
     per_topic: bool = True,
     stages: Sequence[str] = STAGES,
+    strategy: str = "flow",
 ) -> Plan:
-    """Plan a reassignment of ``state`` (never mutated). See the module docstring for the steps."""
+    """Plan a reassignment of ``state`` (never mutated). See the module docstring for the steps.
+
+    ``strategy="template"`` lays the selected topics on rotation-order templates matched to the partitions
+    (placement and replica order together) instead of the three flow stages."""
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}
     stages = tuple(stages)
     for s in stages:
         if s not in STAGES:
             raise InputError("--stages", "", f"unknown stage (choose from {', '.join(STAGES)})", s)
+    if strategy not in STRATEGIES:
+        raise InputError("--strategy", "", f"unknown strategy (choose from {', '.join(STRATEGIES)})", strategy)
+    if strategy == "template" and stages != STAGES:
+        raise InputError("--stages", "", "the template strategy places and orders replicas together; "
+                         "--stages applies to the flow strategy", ",".join(stages))
     before = _apply_broker_changes(state, remove=list(remove), add=list(add), replace=dict(replace or {}))
     movable = _movable(before, topics, exclude_topics)
     target_rf = _target_rf(before, replication_factor, movable)
@@ -95,7 +107,19 @@ def plan(
     skipped = _meets_every_target(before, target_rf, per_topic, stages)
     reps = before.replicas
     run: list[str] = []
-    if not skipped:
+    tres: TemplateResult | None = None
+    if not skipped and strategy == "template":
+        t = time.perf_counter()
+        tres = place_by_templates(before, target_rf, movable)
+        seconds["templates"] = time.perf_counter() - t
+        run.append("templates")
+        notes.append(_template_note(tres))
+        if _must_change(before, target_rf) or _improves(mb, measure(before.with_replicas(tres.replicas)), per_topic):
+            reps = tres.replicas
+        else:
+            skipped = True
+            notes.append("template strategy: the templates would not lower any spread, so nothing is proposed")
+    elif not skipped:
         cur = before
         if "replicas" in stages:
             t = time.perf_counter()
@@ -135,12 +159,39 @@ def plan(
     if "followers" in run and not (after.rf >= 3).any() and (after.rf == 2).any():
         notes.append("RF 2: the first follower is the only other replica, so reordering cannot change failover; "
                      "only placement does")
-    cert = _certificate(before, after, target_rf, per_topic, changes, mb, tstar, original_leader, notes, stages,
-                        stage1)
+    if tres is not None:
+        cert = _template_certificate(before, after, target_rf, per_topic, changes, mb, tstar, original_leader,
+                                     notes, tres)
+    else:
+        cert = _certificate(before, after, target_rf, per_topic, changes, mb, tstar, original_leader, notes,
+                            stages, stage1)
     seconds["total"] = time.perf_counter() - t0
     return Plan(before=before, after=after, target_rf=target_rf, movable=movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(run), seconds=seconds,
-                skipped=skipped)
+                skipped=skipped, strategy=strategy)
+
+
+def _must_change(state: ClusterState, target_rf: np.ndarray) -> bool:
+    """RF changes, replicas on removed brokers and rack violations must be fixed whatever the spreads say."""
+    return (not np.array_equal(target_rf, state.rf) or bool(_rows_on_removed(state).any())
+            or len(rack_violations(state)) > 0)
+
+
+def _improves(mb: StateMetrics, mc: StateMetrics, per_topic: bool) -> bool:
+    """True when the candidate lowers at least one spread (replicas, topics, leaders, broker or rack failover)."""
+    pairs = [(mc.replica_spread, mb.replica_spread), (mc.leader_spread, mb.leader_spread),
+             (mc.failover.worst[1], mb.failover.worst[1]), (mc.rack_failover.worst[1], mb.rack_failover.worst[1])]
+    if per_topic:
+        pairs.append((mc.topic.spread, mb.topic.spread))
+    return any(a < b for a, b in pairs)
+
+
+def _template_note(res: TemplateResult) -> str:
+    how = ("exact Hungarian matching per topic" if res.sparse_groups == 0 else
+           f"exact matching for {res.groups - res.sparse_groups} topics, candidate-pair matching for "
+           f"{res.sparse_groups} large ones")
+    return (f"template strategy: {res.groups} (topic, RF) groups laid on rotation-order templates; {how}; "
+            f"{res.moves} moves against the templates' own bound {res.bound}")
 
 
 def _stage1_note(res) -> str:
@@ -378,6 +429,29 @@ def _certificate(before, after, target_rf, per_topic, changes, mb, tstar, origin
         if "replicas" not in stages:
             reason = "the replicas stage did not run"
     return _with_leaders(before, after, changes, original_leader, notes, mstar, tstar, lb, moves, proven, reason)
+
+
+def _template_certificate(before, after, target_rf, per_topic, changes, mb, tstar, original_leader, notes,
+                          res: TemplateResult) -> Certificate:
+    """Templates fix the target layout; the matching is optimal for them, not over every balanced plan."""
+    lb = max(mb.min_moves, tstar or 0)
+    moves = changes.moves
+    b = before.brokers
+    balanced = within(replica_counts(after), *intervals(int(target_rf.sum()), b.weight, b.live), b.live)
+    topics_ok = (not per_topic) or topic_spread(after).unbalanced_topics == 0
+    if moves == lb and balanced and topics_ok:
+        proven, reason = True, "moves equal the lower bound" + (" M*" if lb == mb.min_moves else " (per-topic)")
+    elif res.certified:
+        proven = False
+        reason = ("template strategy: the fewest moves onto these templates (" +
+                  ("exact matching" if res.sparse_groups == 0 else "the templates' own bound is reached") +
+                  f"); a balanced plan may need only {lb}")
+    else:
+        proven = False
+        reason = (f"template strategy: matching over candidate pairs; {res.moves} moves against the templates' "
+                  f"bound {res.bound} and the balance bound {lb}")
+    return _with_leaders(before, after, changes, original_leader, notes, mb.min_moves, tstar, lb, moves, proven,
+                         reason)
 
 
 def _with_leaders(before, after, changes, original_leader, notes, mstar, tstar, lb, moves, proven, reason

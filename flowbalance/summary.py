@@ -144,6 +144,7 @@ def plan_summary(p) -> dict:
     return {
         "empty": p.is_empty,
         "skipped_by_precheck": p.skipped,
+        "strategy": p.strategy,
         "stages": list(p.stages_run),
         "moves": c.moves,
         "min_moves": cert.min_moves,
