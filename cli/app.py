@@ -14,6 +14,7 @@ from flowbalance import __version__
 from flowbalance.errors import InputError, PlanningError
 
 from .check import check
+from .compare import compare
 from .generate import generate
 from .plan import plan_command
 
@@ -42,6 +43,7 @@ def _root(
 app.command("check")(check)
 app.command("generate")(generate)
 app.command("plan")(plan_command)
+app.command("compare")(compare)
 
 
 def _fail(text: str) -> int:

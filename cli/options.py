@@ -16,3 +16,15 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
 NoRackOpt = typer.Option(False, "--disable-rack-aware", help="Ignore racks (needed when only some brokers have one).")
 
 PathOpt = Optional[Path]
+
+# the planning request, shared by plan and compare
+AddOpt = typer.Option(None, "--add", help="New brokers to fill, e.g. 20,21.")
+ReplaceOpt = typer.Option(None, "--replace", help="Replace brokers one for one, e.g. 7:31,8:32.")
+RFOpt = typer.Option(None, "--replication-factor", help="New RF for every selected topic.")
+TopicRFOpt = typer.Option(None, "--topic-rf", help="New RF for one topic, TOPIC=N (repeatable).")
+TopicsOpt = typer.Option(None, "--topics", help="Only plan topics whose name matches this regex.")
+ExcludeOpt = typer.Option(None, "--exclude-topics", help="Leave topics matching this regex alone.")
+NoPerTopicOpt = typer.Option(False, "--no-per-topic", help="Balance cluster totals only, not each topic.")
+StrategyOpt = typer.Option("flow", "--strategy",
+                           help="flow: fewest moves by flow networks (default); template: rotation-order templates "
+                                "matched to the partitions (even failover, more moves).")

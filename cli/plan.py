@@ -44,20 +44,39 @@ def _topic_rf(items: list[str]) -> dict[str, int]:
     return out
 
 
+def request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic) -> dict:
+    """The keyword arguments of ``flowbalance.plan.plan`` from the command-line request options."""
+    if replication_factor is not None and topic_rf:
+        raise InputError("--replication-factor", "", "use either --replication-factor or --topic-rf, not both")
+    rf = replication_factor if replication_factor is not None else (_topic_rf(topic_rf) if topic_rf else None)
+    if isinstance(rf, int) and rf < 1:
+        raise InputError("--replication-factor", "", "must be at least 1", rf)
+    return dict(
+        remove=parse_broker_ids(remove, "--remove") if remove else (),
+        add=parse_broker_ids(add, "--add") if add else (),
+        replace=_replace(replace),
+        replication_factor=rf,
+        topics=topics,
+        exclude_topics=exclude_topics,
+        per_topic=not no_per_topic,
+    )
+
+
 def plan_command(
     current: Path = o.Current,
     out: Path = typer.Option(..., "-o", "--out", help="Where to write the reassignment JSON (for --execute)."),
     brokers: o.PathOpt = o.BrokersOpt,
     sizes: o.PathOpt = o.SizesOpt,
     remove: Optional[str] = o.RemoveOpt,
-    add: Optional[str] = typer.Option(None, "--add", help="New brokers to fill, e.g. 20,21."),
-    replace: Optional[str] = typer.Option(None, "--replace", help="Replace brokers one for one, e.g. 7:31,8:32."),
-    replication_factor: Optional[int] = typer.Option(None, "--replication-factor", help="New RF for every selected topic."),
-    topic_rf: Optional[List[str]] = typer.Option(None, "--topic-rf", help="New RF for one topic, TOPIC=N (repeatable)."),
-    topics: Optional[str] = typer.Option(None, "--topics", help="Only plan topics whose name matches this regex."),
-    exclude_topics: Optional[str] = typer.Option(None, "--exclude-topics", help="Leave topics matching this regex alone."),
-    no_per_topic: bool = typer.Option(False, "--no-per-topic", help="Balance cluster totals only, not each topic."),
-    stages: str = typer.Option(",".join(STAGES), "--stages", help="Stages to run, in order: replicas,leaders,followers."),
+    add: Optional[str] = o.AddOpt,
+    replace: Optional[str] = o.ReplaceOpt,
+    replication_factor: Optional[int] = o.RFOpt,
+    topic_rf: Optional[List[str]] = o.TopicRFOpt,
+    topics: Optional[str] = o.TopicsOpt,
+    exclude_topics: Optional[str] = o.ExcludeOpt,
+    no_per_topic: bool = o.NoPerTopicOpt,
+    strategy: str = o.StrategyOpt,
+    stages: str = typer.Option(",".join(STAGES), "--stages", help="Flow stages to run, in order: replicas,leaders,followers."),
     rollback: o.PathOpt = typer.Option(None, "--rollback", help="Write the current assignment of changed partitions here."),
     election: o.PathOpt = typer.Option(None, "--election", help="Write partitions whose leader changes (kafka-leader-election)."),
     all_partitions: bool = typer.Option(False, "--all", help="Write every partition, not only the changed ones."),
@@ -66,29 +85,15 @@ def plan_command(
     disable_rack_aware: bool = o.NoRackOpt,
 ) -> None:
     """Plan a reassignment of CURRENT with the fewest replica moves, and write it for kafka-reassign-partitions."""
-    if replication_factor is not None and topic_rf:
-        raise InputError("--replication-factor", "", "use either --replication-factor or --topic-rf, not both")
+    req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
     outputs = [str(p) for p in (out, rollback, election) if p is not None]
     inputs = [str(p) for p in (current, brokers, sizes) if p is not None]
     check_outputs(outputs, inputs)
     loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
-    rf = replication_factor if replication_factor is not None else (_topic_rf(topic_rf) if topic_rf else None)
-    if isinstance(rf, int) and rf < 1:
-        raise InputError("--replication-factor", "", "must be at least 1", rf)
     stage_list = [s.strip() for s in stages.split(",") if s.strip()]
     if not stage_list:
         raise InputError("--stages", "", "no stage given", stages)
-    p = plan(
-        loaded.state,
-        remove=parse_broker_ids(remove, "--remove") if remove else (),
-        add=parse_broker_ids(add, "--add") if add else (),
-        replace=_replace(replace),
-        replication_factor=rf,
-        topics=topics,
-        exclude_topics=exclude_topics,
-        per_topic=not no_per_topic,
-        stages=stage_list,
-    )
+    p = plan(loaded.state, stages=stage_list, strategy=strategy, **req)
     rows = None if all_partitions else p.changes.changed_rows
     files = {str(out): reassignment_json(p.after, rows)}
     if rollback is not None:

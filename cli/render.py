@@ -131,3 +131,39 @@ def render_plan(d: dict, con: Console) -> None:
         con.print(f"[dim]note:[/dim] {n}")
     secs = d["seconds"]
     con.print(f"Stages: {', '.join(d['stages']) or 'none'}; time {secs.get('total', 0):.2f} s; wrote {', '.join(d['files'])}")
+
+
+def render_compare(d: dict, con: Console) -> None:
+    """One column per strategy (and the current state): moves and bytes, then every spread after the plan."""
+    names = list(d["strategies"])
+    t = Table(title=f"Strategies compared (fewest moves possible for balance: {d['lower_bound']})", title_justify="left")
+    t.add_column("")
+    t.add_column("current", justify="right")
+    for n in names:
+        t.add_column(n, justify="right")
+    S = d["strategies"]
+
+    def best(key: str) -> list[str]:
+        vals = [S[n][key] for n in names]
+        ok = [v for v in vals if v is not None]
+        low = min(ok) if ok else None
+        return [("-" if v is None else (f"[bold green]{v}[/bold green]" if v == low and len(set(ok)) > 1 else str(v)))
+                for v in vals]
+
+    t.add_row("replica moves", "", *best("moves"))
+    t.add_row("proven optimal", "", *["yes" if S[n]["proven_optimal"] else "no" for n in names])
+    if any(S[n]["bytes_to_move"] is not None for n in names):
+        t.add_row("bytes to move", "", *[_bytes(S[n]["bytes_to_move"]) for n in names])
+    t.add_row("leader changes", "", *best("leader_changes"))
+    rows = [("replica spread", "replica_spread"), ("per-topic spread (worst)", "topic_spread"),
+            ("leader spread", "leader_spread"), ("failover spread (worst broker down)", "failover_worst_spread"),
+            ("failover spread (worst rack down)", "rack_failover_worst_spread"), ("rack violations", "rack_violations"),
+            ("replicas on removed brokers", "replicas_on_removed_brokers")]
+    for label, key in rows:
+        if key == "rack_failover_worst_spread" and d["current"][key] is None:
+            continue
+        if key == "replicas_on_removed_brokers" and not d["current"][key]:
+            continue
+        t.add_row(label, str(d["current"][key]), *best(key))
+    t.add_row("time (s)", "", *[f"{S[n]['seconds']:.2f}" for n in names])
+    con.print(t)

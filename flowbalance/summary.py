@@ -168,3 +168,36 @@ def plan_summary(p) -> dict:
         "notes": list(cert.notes),
         "seconds": {k: round(v, 3) for k, v in p.seconds.items()},
     }
+
+
+def compare_summary(plans: dict) -> dict:
+    """Several plans of the same input side by side (``flowbalance compare``): the current state once, then
+    per strategy the moves, bytes and the spreads after."""
+    first = next(iter(plans.values()))
+    mb = first.metrics_before
+
+    def spreads(m: StateMetrics) -> dict:
+        return {
+            "replica_spread": _num(m.replica_spread),
+            "topic_spread": _num(m.topic.spread),
+            "leader_spread": _num(m.leader_spread),
+            "failover_worst_spread": _num(m.failover.worst[1]),
+            "rack_failover_worst_spread": _num(m.rack_failover.worst[1]) if len(m.rack_failover.failed) else None,
+            "rack_violations": int(len(m.rack_violations)),
+            "replicas_on_removed_brokers": m.replicas_on_removed,
+        }
+
+    out = {"current": spreads(mb), "lower_bound": first.certificate.lower_bound, "strategies": {}}
+    for name, p in plans.items():
+        c, cert = p.changes, p.certificate
+        out["strategies"][name] = {
+            "moves": c.moves,
+            "proven_optimal": cert.proven_optimal,
+            "bytes_to_move": c.bytes_moved,
+            "changed_partitions": int(len(c.changed_rows)),
+            "leader_changes": c.leader_changes,
+            "empty": p.is_empty,
+            **spreads(p.metrics_after),
+            "seconds": round(p.seconds.get("total", 0.0), 3),
+        }
+    return out

@@ -1,0 +1,45 @@
+"""``flowbalance compare``: plan the same input with every strategy and show the results side by side."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import orjson
+
+from flowbalance.load import load_cluster
+from flowbalance.plan import STRATEGIES, plan
+from flowbalance.summary import compare_summary
+
+from . import options as o
+from .plan import request
+from .render import console, render_compare
+
+
+def compare(
+    current: Path = o.Current,
+    brokers: o.PathOpt = o.BrokersOpt,
+    sizes: o.PathOpt = o.SizesOpt,
+    remove: Optional[str] = o.RemoveOpt,
+    add: Optional[str] = o.AddOpt,
+    replace: Optional[str] = o.ReplaceOpt,
+    replication_factor: Optional[int] = o.RFOpt,
+    topic_rf: Optional[List[str]] = o.TopicRFOpt,
+    topics: Optional[str] = o.TopicsOpt,
+    exclude_topics: Optional[str] = o.ExcludeOpt,
+    no_per_topic: bool = o.NoPerTopicOpt,
+    format: Optional[str] = o.FormatOpt,
+    json_out: bool = o.JsonOpt,
+    disable_rack_aware: bool = o.NoRackOpt,
+) -> None:
+    """Plan CURRENT with the flow and the template strategy and compare moves, bytes and spreads (writes nothing)."""
+    req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
+    loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
+    plans = {s: plan(loaded.state, strategy=s, **req) for s in STRATEGIES}
+    for w in loaded.warnings:
+        sys.stderr.write(f"flowbalance: warning: {w}\n")
+    data = compare_summary(plans)
+    if json_out:
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+    else:
+        render_compare(data, console())
