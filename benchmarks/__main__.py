@@ -1,10 +1,11 @@
 """Run the benchmarks and print a table: wall time and peak memory per step, moves vs M*.
 
-    python -m benchmarks [load|scale|scenarios|all] [--out DIR] [--only CASE]
+    python -m benchmarks [load|scale|scenarios|strategies|all] [--out DIR] [--only CASE]
 
 ``load``: generate a 1,000,000-replica cluster (1,000 brokers, RF 3) with ``flowbalance generate``, then time
 reading it (stdlib json vs orjson) and computing every metric. ``scale``: the planner on five clusters up to
-1,000,000 replicas, each in its own process (see ``benchmarks/scale.py``). ``scenarios``: the planner on the cases of issue 3.
+1,000,000 replicas, each in its own process (see ``benchmarks/scale.py``). ``scenarios``: the planner on the cases of issue 3. ``strategies``: flow vs template on 6 to 48 brokers
+(see ``benchmarks/strategies.py``).
 """
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ def bench_scenarios() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks")
-    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "strategies", "all"])
     from .scale import CASES
 
     ap.add_argument("--only", default=None, choices=sorted(CASES), help="with scale: run one case")
@@ -138,6 +139,10 @@ def main() -> None:
         bench_scale(out, args.only)
     if args.what in ("scenarios", "all"):
         bench_scenarios()
+    if args.what in ("strategies", "all"):
+        from .strategies import bench_strategies
+
+        bench_strategies()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowbalance.errors import InputError
+from flowbalance.errors import InputError, PlanningError
 from flowbalance.generate import generate_cluster
 from flowbalance.metrics import leader_counts, pair_matrix, rack_violations
 from flowbalance.model import Brokers, ClusterState
@@ -218,7 +218,7 @@ def test_template_moves_meet_the_templates_own_bound_on_tiny_topics():
     assert res.moves >= res.bound and res.certified
 
 
-def test_large_topic_uses_the_candidate_matching(monkeypatch):
+def test_large_topic_uses_the_candidate_matching():
     st0 = generate_cluster(brokers=12, topics=1, partitions=600, rf=3, skew=0.5, seed=3)
     movable = np.ones(st0.num_partitions, bool)
     dense = place_by_templates(st0, st0.rf.astype(np.int64), movable)
@@ -245,3 +245,13 @@ def test_pairs_balance_across_topics():
     M = pair_matrix(p.after)
     off = M[~np.eye(6, dtype=bool)]
     assert off.max() - off.min() <= 1
+
+
+def test_a_topic_above_the_limit_is_refused(monkeypatch):
+    import flowbalance.templates.place as place
+
+    monkeypatch.setattr(place, "TOPIC_LIMIT", 10)
+    st0 = generate_cluster(brokers=4, topics=2, partitions=(4, 20), rf=2, skew=1.0, seed=1)
+    big = max(range(len(st0.topics)), key=lambda t: int((st0.topic == t).sum()))
+    with pytest.raises(PlanningError, match=f"topic {st0.topics[big]} has"):
+        plan(st0, strategy="template")

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PlanningError
 from ..model import PAD, ClusterState
-from .matching import DENSE_LIMIT, match
+from .matching import DENSE_LIMIT, TOPIC_LIMIT, match
 from .sequence import TemplateSequence, broker_order
 
 
@@ -53,6 +54,10 @@ def place_by_templates(state: ClusterState, target_rf: np.ndarray, movable: np.n
         if not len(rows):
             continue
         k = int(target_rf[rows[0]])
+        if len(rows) > TOPIC_LIMIT:
+            raise PlanningError(
+                f"topic {state.topics[state.topic[rows[0]]]} has {len(rows):,} partitions; the template strategy "
+                f"matches topics of up to {TOPIC_LIMIT:,} partitions (use --strategy flow)")
         tmpl = seq.take(k, len(rows))
         c = cur[rows]
         pick, exact = match(c, tmpl, dense_limit=dense_limit)
