@@ -130,7 +130,7 @@ def render_plan(d: dict, con: Console) -> None:
     for n in d["notes"]:
         con.print(f"[dim]note:[/dim] {n}")
     secs = d["seconds"]
-    con.print(f"Stages: {', '.join(d['stages']) or 'none'}; time {secs.get('total', 0):.2f} s; wrote {', '.join(d['files'])}")
+    con.print(f"Strategy: {d.get('strategy', 'flow')}; stages: {', '.join(d['stages']) or 'none'}; time {secs.get('total', 0):.2f} s; wrote {', '.join(d['files'])}")
 
 
 def render_compare(d: dict, con: Console) -> None:
