@@ -110,7 +110,7 @@ def plan(
     tres: TemplateResult | None = None
     if not skipped and strategy == "template":
         t = time.perf_counter()
-        tres = place_by_templates(before, target_rf, movable)
+        tres = place_by_templates(before, target_rf, movable, per_topic=per_topic)
         seconds["templates"] = time.perf_counter() - t
         run.append("templates")
         notes.append(_template_note(tres))
@@ -187,10 +187,10 @@ def _improves(mb: StateMetrics, mc: StateMetrics, per_topic: bool) -> bool:
 
 
 def _template_note(res: TemplateResult) -> str:
-    how = ("exact Hungarian matching per topic" if res.sparse_groups == 0 else
-           f"exact matching for {res.groups - res.sparse_groups} topics, candidate-pair matching for "
+    how = ("exact Hungarian matching per group" if res.sparse_groups == 0 else
+           f"exact matching for {res.groups - res.sparse_groups} groups, candidate-pair matching for "
            f"{res.sparse_groups} large ones")
-    return (f"template strategy: {res.groups} (topic, RF) groups laid on rotation-order templates; {how}; "
+    return (f"template strategy: {res.groups} group{'s' if res.groups != 1 else ''} laid on rotation-order templates; {how}; "
             f"{res.moves} moves against the templates' own bound {res.bound}")
 
 

@@ -255,3 +255,41 @@ def test_a_topic_above_the_limit_is_refused(monkeypatch):
     big = max(range(len(st0.topics)), key=lambda t: int((st0.topic == t).sum()))
     with pytest.raises(PlanningError, match=f"topic {st0.topics[big]} has"):
         plan(st0, strategy="template")
+
+
+def test_no_per_topic_matches_the_whole_cluster_and_moves_no_more():
+    st0 = generate_cluster(brokers=6, topics=6, partitions=(4, 20), rf=3, skew=0.8, seed=6)
+    per = plan(st0, strategy="template")
+    whole = plan(st0, strategy="template", per_topic=False)
+    assert whole.certificate.notes[0].startswith("template strategy: 1 group laid")
+    # the same templates in the same order, matched with more freedom: never more moves
+    assert whole.changes.moves <= per.changes.moves
+    L = leader_counts(whole.after)
+    assert L.max() - L.min() <= 1
+
+
+def test_replace_moves_the_old_brokers_replicas_away():
+    st0 = generate_cluster(brokers=5, topics=3, partitions=(5, 15), rf=3, seed=2)
+    p = plan(st0, replace={4: 9}, strategy="template")
+    ids = set(p.after.replicas[p.after.replicas >= 0].tolist())
+    assert 4 not in ids and 9 in ids
+
+
+def test_template_output_is_the_same_under_different_hash_seeds(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import TESTDATA
+
+    K = TESTDATA / "kafka"
+    outs = []
+    for seed in ("3", "999"):
+        out = tmp_path / f"p{seed}.json"
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        proc = subprocess.run([sys.executable, "-m", "flowbalance_cli", "plan", str(K / "describe.txt"), "--brokers",
+                               str(K / "brokers.csv"), "--strategy", "template", "-o", str(out)], env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and b'"partitions":[\n]' not in outs[0]

@@ -1,6 +1,6 @@
 """The template strategy: lay every selected topic on rotation-order templates, matched to its partitions.
 
-Per (topic, target RF), in topic order, take the next run of templates from one shared sequence (so leaders
+Per (topic, target RF) (or per RF alone with ``per_topic=False``), in topic order, take the next run of templates from one shared sequence (so leaders
 and pairs balance across topics), then match the topic's partitions onto them (fewest moves, then leader,
 then first-follower changes). Placement and replica order come from the templates together.
 """
@@ -32,8 +32,10 @@ class TemplateResult:
         return self.sparse_groups == 0 or self.moves == self.bound
 
 
-def place_by_templates(state: ClusterState, target_rf: np.ndarray, movable: np.ndarray, *,
+def place_by_templates(state: ClusterState, target_rf: np.ndarray, movable: np.ndarray, *, per_topic: bool = True,
                        dense_limit: int = DENSE_LIMIT) -> TemplateResult:
+    """Per topic by default; ``per_topic=False`` matches all selected partitions of one RF at once (any template
+    for any partition: fewer moves, but per-topic leader balance is no longer built in)."""
     b = state.brokers
     N = len(b)
     racks = b.has_racks
@@ -46,7 +48,8 @@ def place_by_templates(state: ClusterState, target_rf: np.ndarray, movable: np.n
     moves = bound = groups = sparse = 0
     rows_all = np.flatnonzero(movable)
     # groups in topic order, then RF; rows inside a group stay in partition order
-    key = state.topic[rows_all].astype(np.int64) * (width + 1) + target_rf[rows_all]
+    topic_key = state.topic[rows_all].astype(np.int64) if per_topic else np.zeros(len(rows_all), dtype=np.int64)
+    key = topic_key * (width + 1) + target_rf[rows_all]
     order = np.argsort(key, kind="stable")
     rows_sorted, key_sorted = rows_all[order], key[order]
     cuts = np.flatnonzero(np.diff(key_sorted)) + 1
@@ -55,9 +58,11 @@ def place_by_templates(state: ClusterState, target_rf: np.ndarray, movable: np.n
             continue
         k = int(target_rf[rows[0]])
         if len(rows) > TOPIC_LIMIT:
+            what = (f"topic {state.topics[state.topic[rows[0]]]} has" if per_topic else
+                    f"the cluster-wide matching (--no-per-topic) of RF {k} has")
             raise PlanningError(
-                f"topic {state.topics[state.topic[rows[0]]]} has {len(rows):,} partitions; the template strategy "
-                f"matches topics of up to {TOPIC_LIMIT:,} partitions (use --strategy flow)")
+                f"{what} {len(rows):,} partitions; the template strategy matches groups of up to {TOPIC_LIMIT:,} "
+                f"partitions (use --strategy flow)")
         tmpl = seq.take(k, len(rows))
         c = cur[rows]
         pick, exact = match(c, tmpl, dense_limit=dense_limit)
