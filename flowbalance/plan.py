@@ -114,10 +114,22 @@ def plan(
         seconds["templates"] = time.perf_counter() - t
         run.append("templates")
         notes.append(_template_note(tres))
-        if _must_change(before, target_rf) or _improves(mb, measure(before.with_replicas(tres.replicas)), per_topic):
-            reps = tres.replicas
-        else:
+        reps = tres.replicas
+        cand = before.with_replicas(reps)
+        if not _leaders_balanced(cand, movable, per_topic):
+            # racks of unequal size skip single tuples, broker weights and topics left out are not in the
+            # templates: leaders can come out uneven, so reorder them (no data moves)
+            t = time.perf_counter()
+            cand = cand.with_replicas(balance_leaders(cand, cand.replicas[:, 0].copy(), movable, per_topic=per_topic))
+            cand = cand.with_replicas(balance_followers(cand, movable))
+            reps = cand.replicas
+            seconds["leaders"] = time.perf_counter() - t
+            run += ["leaders", "followers"]
+            notes.append("template strategy: leaders were uneven after the templates (racks of unequal size, "
+                         "weights or topics left out); stages 2 and 3 reordered them")
+        if not (_must_change(before, target_rf) or _improves(mb, measure(cand), per_topic)):
             skipped = True
+            reps = before.replicas
             notes.append("template strategy: the templates would not lower any spread, so nothing is proposed")
     elif not skipped:
         cur = before
@@ -169,6 +181,14 @@ def plan(
     return Plan(before=before, after=after, target_rf=target_rf, movable=movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(run), seconds=seconds,
                 skipped=skipped, strategy=strategy)
+
+
+def _leaders_balanced(state: ClusterState, movable: np.ndarray, per_topic: bool) -> bool:
+    b = state.brokers
+    L = leader_counts(state)
+    if not within(L, *intervals(state.num_partitions, b.weight, b.live), b.live):
+        return False
+    return not (per_topic and _topic_leaders_unbalanced(state))
 
 
 def _must_change(state: ClusterState, target_rf: np.ndarray) -> bool:

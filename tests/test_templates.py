@@ -293,3 +293,14 @@ def test_template_output_is_the_same_under_different_hash_seeds(tmp_path):
         assert proc.returncode == 0, proc.stderr
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and b'"partitions":[\n]' not in outs[0]
+
+
+def test_unequal_racks_get_leaders_reordered_after_the_templates():
+    st0 = generate_cluster(brokers=8, racks=2, rack_aware=True, topics=6, partitions=(8, 30), rf=2, skew=0.5, seed=4)
+    p = plan(st0, remove=[7], strategy="template")  # racks of 4 and 3 brokers
+    assert len(rack_violations(p.after)) == 0
+    assert p.stages_run == ("templates", "leaders", "followers")
+    L = leader_counts(p.after)[p.after.brokers.live]
+    assert L.max() - L.min() <= 1
+    # reordering moves no data: the moves are those of the templates alone
+    assert p.changes.moves == place_by_templates(p.before, p.target_rf, p.movable).moves
