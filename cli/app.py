@@ -17,6 +17,9 @@ from .check import check
 from .compare import compare
 from .generate import generate
 from .plan import plan_command
+from .report import report
+
+_Abort = getattr(cx, "Abort", KeyboardInterrupt)  # typer's vendored click may not export Abort
 
 app = typer.Typer(
     name="flowbalance",
@@ -44,6 +47,7 @@ app.command("check")(check)
 app.command("generate")(generate)
 app.command("plan")(plan_command)
 app.command("compare")(compare)
+app.command("report")(report)
 
 
 def _fail(text: str) -> int:
@@ -55,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app; bad input and usage errors end in one line on stderr, exit 2."""
     try:
         rc = app(args=argv, prog_name="flowbalance", standalone_mode=False)
+    except SystemExit:
+        raise
     except InputError as err:
         return _exit(_fail(err.line()))
     except PlanningError as err:
@@ -67,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return _exit(_fail(f"{cmd}: {err.format_message()}{_given(err, argv)}"))
     except cx.ClickException as err:
         return _exit(_fail(err.format_message()))
-    except cx.Abort:
+    except _Abort:
         return _exit(_fail("aborted"))
     except KeyboardInterrupt:
         return _exit(_fail("interrupted"))

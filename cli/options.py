@@ -28,3 +28,6 @@ NoPerTopicOpt = typer.Option(False, "--no-per-topic", help="Balance cluster tota
 StrategyOpt = typer.Option("flow", "--strategy",
                            help="flow: fewest moves by flow networks (default); template: rotation-order templates "
                                 "matched to the partitions (even failover, more moves).")
+
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (files are still written).")
+VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the time of each step and the solver notes.")

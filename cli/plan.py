@@ -12,10 +12,13 @@ from flowbalance.errors import InputError
 from flowbalance.formats.writers import check_outputs, election_json, reassignment_json, write_atomic
 from flowbalance.load import load_cluster, parse_broker_ids
 from flowbalance.plan import STAGES, plan
+from flowbalance.report import build_report
 from flowbalance.summary import plan_summary
 
 from . import options as o
+from .progress import Steps
 from .render import console, render_plan
+from .report_view import render_report
 
 
 def _replace(text: str | None) -> dict[int, int]:
@@ -83,29 +86,39 @@ def plan_command(
     format: Optional[str] = o.FormatOpt,
     json_out: bool = o.JsonOpt,
     disable_rack_aware: bool = o.NoRackOpt,
+    quiet: bool = o.QuietOpt,
+    verbose: bool = o.VerboseOpt,
 ) -> None:
     """Plan a reassignment of CURRENT with the fewest replica moves, and write it for kafka-reassign-partitions."""
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
     outputs = [str(p) for p in (out, rollback, election) if p is not None]
     inputs = [str(p) for p in (current, brokers, sizes) if p is not None]
     check_outputs(outputs, inputs)
-    loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
     stage_list = [s.strip() for s in stages.split(",") if s.strip()]
     if not stage_list:
         raise InputError("--stages", "", "no stage given", stages)
-    p = plan(loaded.state, stages=stage_list, strategy=strategy, **req)
-    rows = None if all_partitions else p.changes.changed_rows
-    files = {str(out): reassignment_json(p.after, rows)}
-    if rollback is not None:
-        files[str(rollback)] = reassignment_json(p.before, p.changes.changed_rows)
-    if election is not None:
-        files[str(election)] = election_json(p.after, p.changes.leader_changed_rows)
-    write_atomic(files, inputs)
+    with Steps(total=8, enabled=not quiet) as steps:
+        steps.step("reading input")
+        loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
+        p = plan(loaded.state, stages=stage_list, strategy=strategy, progress=steps.step, **req)
+        steps.step("writing files")
+        rows = None if all_partitions else p.changes.changed_rows
+        files = {str(out): reassignment_json(p.after, rows)}
+        if rollback is not None:
+            files[str(rollback)] = reassignment_json(p.before, p.changes.changed_rows)
+        if election is not None:
+            files[str(election)] = election_json(p.after, p.changes.leader_changed_rows)
+        write_atomic(files, inputs)
     for w in loaded.warnings:
         sys.stderr.write(f"flowbalance: warning: {w}\n")
     data = plan_summary(p)
     data["files"] = sorted(files)
+    if quiet:
+        return
     if json_out:
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
-    else:
-        render_plan(data, console())
+        return
+    con = console()
+    render_report(build_report(p.before, p.after, proven_optimal=p.certificate.proven_optimal,
+                               lower_bound=p.certificate.lower_bound), con, summary=False)
+    render_plan(data, con, verbose=verbose)

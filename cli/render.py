@@ -105,7 +105,7 @@ def _arrow(pair) -> str:
     return f"{a} → {b}"
 
 
-def render_plan(d: dict, con: Console) -> None:
+def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
     """The short plan summary: moves vs M*, bytes, spreads before → after, failover, time."""
     if d["empty"]:
         why = "already meets every target (pre-check)" if d["skipped_by_precheck"] else "no change improves it"
@@ -130,6 +130,8 @@ def render_plan(d: dict, con: Console) -> None:
     for n in d["notes"]:
         con.print(f"[dim]note:[/dim] {n}")
     secs = d["seconds"]
+    if verbose:
+        con.print("[dim]time per step:[/dim] " + ", ".join(f"{k} {v:.3f} s" for k, v in secs.items()))
     con.print(f"Strategy: {d.get('strategy', 'flow')}; stages: {', '.join(d['stages']) or 'none'}; time {secs.get('total', 0):.2f} s; wrote {', '.join(d['files'])}")
 
 

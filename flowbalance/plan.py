@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -77,11 +77,14 @@ def plan(
     per_topic: bool = True,
     stages: Sequence[str] = STAGES,
     strategy: str = "flow",
+    progress: Callable[[str], None] | None = None,
 ) -> Plan:
     """Plan a reassignment of ``state`` (never mutated). See the module docstring for the steps.
 
     ``strategy="template"`` lays the selected topics on rotation-order templates matched to the partitions
-    (placement and replica order together) instead of the three flow stages."""
+    (placement and replica order together) instead of the three flow stages. ``progress`` is called with the
+    name of each step as it starts (the CLI shows it on a terminal)."""
+    say = progress or (lambda _step: None)
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}
     stages = tuple(stages)
@@ -100,6 +103,7 @@ def plan(
     original_leader = before.replicas[:, 0].copy()
     prefer = dict(replace or {})
 
+    say("measuring")
     mb = measure(before, target_rf=target_rf)  # M* for the certificate and for stage 1's pruned attempt
     tstar = topic_lower_bound(before, target_rf, movable) if per_topic else None
     notes: list[str] = []
@@ -110,6 +114,7 @@ def plan(
     tres: TemplateResult | None = None
     if not skipped and strategy == "template":
         t = time.perf_counter()
+        say("templates")
         tres = place_by_templates(before, target_rf, movable, per_topic=per_topic)
         seconds["templates"] = time.perf_counter() - t
         run.append("templates")
@@ -135,6 +140,7 @@ def plan(
         cur = before
         if "replicas" in stages:
             t = time.perf_counter()
+            say("stage 1: replicas")
             if direct_applies(cur, target_rf, movable, per_topic):
                 new, value = balance_direct(cur)
                 notes.append(f"pure rebalance: direct network solved by max flow (flow value {value})")
@@ -151,6 +157,7 @@ def plan(
             raise PlanningError("RF changes and broker removals need the replicas stage (--stages replicas,...)")
         if "leaders" in stages:
             t = time.perf_counter()
+            say("stage 2: leaders")
             # keeping the first replica after stage 1 costs nothing: it is the original leader when that stayed,
             # otherwise the broker that took the leader's slot (a replacement takes over its broker's leaderships)
             cur = cur.with_replicas(balance_leaders(cur, cur.replicas[:, 0].copy(), movable, per_topic=per_topic))
@@ -158,12 +165,14 @@ def plan(
             run.append("leaders")
         if "followers" in stages:
             t = time.perf_counter()
+            say("stage 3: followers")
             cur = cur.with_replicas(balance_followers(cur, movable))
             seconds["followers"] = time.perf_counter() - t
             run.append("followers")
         reps = cur.replicas
     after = before.with_replicas(reps)
     t = time.perf_counter()
+    say("verifying")
     verify_plan(before, after, target_rf, movable)
     seconds["verify"] = time.perf_counter() - t
     changes = compare(before, after)

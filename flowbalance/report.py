@@ -1,0 +1,165 @@
+"""The operator's report of a cluster, or of a plan (before → after), as plain data.
+
+One dict feeds the terminal view (rich), ``--json`` (schema in docs/report.schema.json) and the HTML page:
+per broker before → after, leader distribution under each single-broker and each rack failure, the moves with
+their lower bound, and warnings an operator should see before executing anything.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .metrics import StateMetrics, compare, measure
+from .model import ClusterState
+from .plan import topic_lower_bound
+from .summary import _num, partition_name
+
+BIG_PARTITION_FACTOR = 10  # a partition above 10x the median size (and above 1 GiB) is "very large"
+BIG_PARTITION_MIN = 1 << 30
+MAX_LISTED = 20
+
+
+def _failover_rows(mb: StateMetrics, ma: StateMetrics | None, rack: bool) -> dict:
+    fb = mb.rack_failover if rack else mb.failover
+    fa = (ma.rack_failover if rack else ma.failover) if ma is not None else None
+    after = {f: (a, b, s) for f, a, b, s in zip(fa.failed, fa.min, fa.max, fa.spread)} if fa is not None else {}
+    rows = []
+    for f, a, b, s in zip(fb.failed, fb.min, fb.max, fb.spread):
+        row = {"failed": f, "before": {"min": int(a), "max": int(b), "spread": _num(float(s))}, "after": None}
+        if f in after:
+            a2, b2, s2 = after[f]
+            row["after"] = {"min": int(a2), "max": int(b2), "spread": _num(float(s2))}
+        rows.append(row)
+    wb = fb.worst
+    out = {"worst_before": {"failed": wb[0], "spread": _num(wb[1])}, "worst_after": None, "table": rows}
+    if fa is not None:
+        wa = fa.worst
+        out["worst_after"] = {"failed": wa[0], "spread": _num(wa[1])}
+    return out
+
+
+def _per_broker(before: ClusterState, mb: StateMetrics, ma: StateMetrics | None) -> list[dict]:
+    b = before.brokers
+    rows = []
+    for i in range(len(b)):
+        r = int(b.rack[i])
+        cap = int(b.capacity[i])
+
+        def pair(x_b, x_a):
+            return [int(x_b[i]) if x_b is not None else None, int(x_a[i]) if x_a is not None else None]
+
+        rows.append({
+            "broker": int(b.ids[i]),
+            "rack": b.rack_names[r] if r >= 0 else None,
+            "removed": bool(b.removed[i]),
+            "replicas": pair(mb.replicas, ma.replicas if ma else None),
+            "leaders": pair(mb.leaders, ma.leaders if ma else None),
+            "bytes": pair(mb.bytes, ma.bytes if ma else None),
+            "target_replicas": [int((ma or mb).replica_lo[i]), int((ma or mb).replica_hi[i])],
+            "capacity_bytes": cap if cap >= 0 else None,
+        })
+    return rows
+
+
+def _warnings(state: ClusterState, m: StateMetrics, label: str) -> list[dict]:
+    """Things to look at before executing: each with a kind, a message and the partitions or brokers concerned."""
+    b = state.brokers
+    out: list[dict] = []
+    live = b.live
+    n_live = int(live.sum())
+    n_racks = len(np.unique(b.rack[live])) if b.has_racks and n_live else 0
+    rf = state.rf
+    over_brokers = np.flatnonzero(rf > n_live)
+    if len(over_brokers):
+        out.append({"kind": "rf_above_brokers", "state": label,
+                    "message": f"{len(over_brokers)} partitions have RF above the {n_live} live brokers",
+                    "items": [partition_name(state, int(r)) for r in over_brokers[:MAX_LISTED]]})
+    if n_racks:
+        over_racks = np.flatnonzero(rf > n_racks)
+        if len(over_racks):
+            out.append({"kind": "rack_rule_impossible", "state": label,
+                        "message": f"{len(over_racks)} partitions have RF above the {n_racks} racks: two replicas "
+                                   "must share a rack",
+                        "items": [partition_name(state, int(r)) for r in over_racks[:MAX_LISTED]]})
+    if len(m.rack_violations):
+        out.append({"kind": "rack_violations", "state": label,
+                    "message": f"{len(m.rack_violations)} partitions have two replicas in one rack",
+                    "items": [partition_name(state, int(r)) for r in m.rack_violations[:MAX_LISTED]]})
+    if state.has_sizes:
+        sz = state.size[state.size >= 0]
+        med = float(np.median(sz)) if len(sz) else 0.0
+        big = np.flatnonzero((state.size > BIG_PARTITION_FACTOR * med) & (state.size > BIG_PARTITION_MIN))
+        if len(big):
+            big = big[np.argsort(-state.size[big], kind="stable")]
+            out.append({"kind": "very_large_partitions", "state": label,
+                        "message": f"{len(big)} partitions are above {BIG_PARTITION_FACTOR}x the median size "
+                                   "(slow to move; consider moving them alone)",
+                        "items": [partition_name(state, int(r)) for r in big[:MAX_LISTED]]})
+    if m.bytes is not None:
+        cap = b.capacity
+        over = np.flatnonzero((cap >= 0) & (m.bytes > cap))
+        if len(over):
+            out.append({"kind": "above_disk_capacity", "state": label,
+                        "message": f"{len(over)} brokers hold more bytes than their disk capacity",
+                        "items": [int(b.ids[i]) for i in over[:MAX_LISTED]]})
+    return out
+
+
+def _all_warnings(before, mb, after, ma) -> list[dict]:
+    """Warnings of the current state, then those of the plan that are not the same warning again."""
+    out = _warnings(before, mb, "before")
+    if after is not None:
+        seen = {(w["kind"], tuple(w["items"])) for w in out}
+        out += [w for w in _warnings(after, ma, "after") if (w["kind"], tuple(w["items"])) not in seen]
+    return out
+
+
+def build_report(before: ClusterState, after: ClusterState | None = None, *, proven_optimal: bool | None = None,
+                 lower_bound: int | None = None) -> dict:
+    """The report of ``before`` alone, or of the plan ``before`` → ``after`` (same partitions, same brokers).
+
+    ``proven_optimal`` comes from the planner's certificate when there is one; for a plan read from a file it is
+    known only when the moves equal the lower bound (otherwise null). ``lower_bound`` too (the planner's may be
+    higher, for example balance within racks); otherwise max(M*, Σ per-topic M*)."""
+    target_rf = after.rf if after is not None else None
+    mb = measure(before, target_rf=target_rf)
+    ma = measure(after) if after is not None else None
+    b = before.brokers
+    rep = {
+        "cluster": {
+            "brokers": len(b), "live_brokers": int(b.live.sum()),
+            "removed_brokers": [int(x) for x in b.ids[b.removed]],
+            "racks": list(b.rack_names), "topics": len(before.topics),
+            "partitions": before.num_partitions, "replicas": [before.num_replicas,
+                                                              after.num_replicas if after is not None else None],
+            "sizes_known": before.has_sizes,
+        },
+        "has_plan": after is not None,
+        "per_broker": _per_broker(before, mb, ma),
+        "spreads": {
+            key: [_num(f(mb)), _num(f(ma)) if ma is not None else None]
+            for key, f in (("replicas", lambda m: m.replica_spread), ("topics", lambda m: m.topic.spread),
+                           ("leaders", lambda m: m.leader_spread), ("bytes", lambda m: m.bytes_spread),
+                           ("failover", lambda m: m.failover.worst[1]),
+                           ("rack_failover", lambda m: m.rack_failover.worst[1]))
+        },
+        "failover": _failover_rows(mb, ma, rack=False),
+        "rack_failover": _failover_rows(mb, ma, rack=True) if len(mb.rack_failover.failed) else None,
+        "moves": None,
+        "warnings": _all_warnings(before, mb, after, ma),
+    }
+    if after is not None:
+        c = compare(before, after)
+        tstar = 0 if lower_bound is not None else topic_lower_bound(before, after.rf.astype(np.int64), np.ones(before.num_partitions, bool))
+        lb = lower_bound if lower_bound is not None else max(mb.min_moves, tstar)
+        rep["moves"] = {
+            "replica_moves": c.moves,
+            "min_moves": mb.min_moves,
+            "lower_bound": lb,
+            "proven_optimal": proven_optimal if proven_optimal is not None else (True if c.moves == lb else None),
+            "bytes_to_move": c.bytes_moved,
+            "leader_changes": c.leader_changes,
+            "changed_partitions": int(len(c.changed_rows)),
+            "reorder_only_partitions": c.reorder_only,
+            "rf_changed_partitions": c.rf_changed,
+        }
+    return rep
