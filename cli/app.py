@@ -13,6 +13,7 @@ except ImportError:  # pragma: no cover - older typer depends on click
 from flowbalance import __version__
 from flowbalance.errors import InputError, PlanningError
 
+from .batches import batches
 from .check import check
 from .compare import compare
 from .generate import generate
@@ -47,6 +48,7 @@ app.command("check")(check)
 app.command("generate")(generate)
 app.command("plan")(plan_command)
 app.command("compare")(compare)
+app.command("batches")(batches)
 app.command("report")(report)
 
 

@@ -9,7 +9,9 @@ import orjson
 import typer
 
 from flowbalance.formats.writers import check_outputs, write_atomic
-from flowbalance.load import apply_plan, load_cluster, mark_removed, parse_broker_ids
+from flowbalance.errors import InputError
+from flowbalance.load import load_cluster, mark_removed, parse_broker_ids
+from flowbalance.planfile import read_plan
 from flowbalance.report import build_report
 from flowbalance.report_html import render_html
 
@@ -37,7 +39,12 @@ def report(
     state = loaded.state
     after = None
     if plan_file is not None:
-        state, after = apply_plan(state, plan_file)
+        pf = read_plan(plan_file, state, current_source=str(current))
+        if pf.new_brokers and state.brokers.has_racks:
+            raise InputError(str(plan_file), "", "racks are in use: list the plan's new brokers (with their racks) "
+                                                 "in the broker file", list(pf.new_brokers[:10]))
+        after = pf.final
+        state = state.with_brokers(after.brokers)
     if remove:
         ids = parse_broker_ids(remove, "--remove")
         state = mark_removed(state, ids)

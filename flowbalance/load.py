@@ -156,38 +156,3 @@ def mark_removed(state: ClusterState, ids: list[int], flag: str = "--remove") ->
         raise InputError(flag, "", "this would remove every broker", ",".join(map(str, ids)))
     return state.with_brokers(brokers)
 
-
-def apply_plan(state: ClusterState, plan_path: str | os.PathLike) -> tuple[ClusterState, ClusterState]:
-    """Read a reassignment JSON (a plan) onto ``state``: (before, after) over the same partitions and brokers.
-
-    Partitions the plan does not list keep their replicas. Brokers the plan adds (not in the current state) are
-    appended to the broker table (no rack); brokers left with no replica after the plan are not marked removed.
-    A planned partition unknown to the current assignment is an InputError naming the plan file and place.
-    """
-    src = str(plan_path)
-    raw = read_reassignment_json(read_text(src), src)
-    b = state.brokers
-    new_ids = np.setdiff1d(np.unique(raw.replicas[raw.replicas != PAD]), b.ids)
-    if len(new_ids):
-        if b.has_racks:
-            raise InputError(src, "", "racks are in use: list the plan's new brokers (with their racks) in the "
-                                      "broker file", [int(x) for x in new_ids[:10]])
-        b = b.with_added([int(x) for x in new_ids])
-        state = state.with_brokers(b)
-    # rows of the planned partitions in the current state (partitions are sorted by (topic, partition))
-    names = {t: i for i, t in enumerate(state.topics)}
-    width = max(state.replicas.shape[1], raw.replicas.shape[1])
-    reps = np.full((state.num_partitions, width), PAD, dtype=np.int32)
-    reps[:, : state.replicas.shape[1]] = state.replicas
-    key_cur = state.topic.astype(np.int64) * (1 << 32) + state.partition
-    t_idx = np.array([names.get(t, -1) for t in raw.topic_names], dtype=np.int64)
-    key_new = t_idx * (1 << 32) + raw.partition
-    pos = np.minimum(np.searchsorted(key_cur, key_new), max(len(key_cur) - 1, 0))
-    unknown = (t_idx < 0) | (key_cur[pos] != key_new)
-    if unknown.any():
-        i = int(np.flatnonzero(unknown)[0])
-        raise InputError(src, raw.place(i), "partition is not in the current assignment",
-                         f"{raw.topic_names[i]}-{int(raw.partition[i])}")
-    reps[pos] = PAD
-    reps[pos, : raw.replicas.shape[1]] = raw.replicas
-    return state, state.with_replicas(reps)

@@ -1,0 +1,226 @@
+"""``flowbalance batches``: split a plan into ordered batch files for kafka-reassign-partitions (registered by cli/app.py)."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Optional
+
+import orjson
+import typer
+from rich.table import Table
+
+from flowbalance.batches import Batches, check_options, format_duration, split_plan
+from flowbalance.planfile import read_plan
+from flowbalance.errors import InputError
+from flowbalance.formats.writers import election_json, reassignment_json, write_atomic
+from flowbalance.load import load_cluster
+
+from . import options as o
+from .render import _bytes, console
+
+PLACEHOLDER = "$BOOTSTRAP"
+MAX_TABLE_ROWS = 40
+_HOST = re.compile(r"^[^\s'\"`;&|<>]+$")
+
+
+def batch_name(i: int, count: int) -> str:
+    """``batch-001.json``; more digits when there are more than 999 batches."""
+    return f"batch-{i + 1:0{max(3, len(str(count)))}d}.json"
+
+
+def steps_text(res: Batches, folder: str, names: list[str], bootstrap: str, throttle: int | None,
+               seconds: list[float | None]) -> str:
+    """The commands to run, in order: each batch's --execute and --verify, then the preferred leader election."""
+    def path(name: str) -> str:
+        return str(Path(folder) / name)
+
+    bs = bootstrap
+    n = len(res)
+    lines = [
+        f"# flowbalance batches: {n} batch{'es' if n != 1 else ''} for {len(res.changed_rows)} changed partitions "
+        f"({res.copies} replica copies)",
+        "# Run the batches in order; start a batch only when --verify reports every partition of the previous one complete.",
+    ]
+    if bs == PLACEHOLDER:
+        lines.append("# Set BOOTSTRAP first, for example: BOOTSTRAP=broker1:9092")
+    lines += [
+        "#",
+        "# To roll back (the current assignment of every partition the plan changes); if a batch is still in",
+        "# progress, cancel it first with --cancel and that batch's file:",
+        f"#   kafka-reassign-partitions --bootstrap-server {bs} --reassignment-json-file {path('batch-NNN.json')} --cancel",
+        f"#   kafka-reassign-partitions --bootstrap-server {bs} --reassignment-json-file {path('rollback.json')} --execute",
+        "",
+    ]
+    if n == 0:
+        lines += ["# nothing to do: the plan changes no partition", ""]
+    throttle_arg = f" --throttle {throttle}" if throttle else ""
+    for i, (b, name) in enumerate(zip(res.batches, names)):
+        size = f", {_bytes(b.bytes)}" if res.sizes_known else ""
+        est = ""
+        if throttle:
+            est = f", estimated copy time {format_duration(seconds[i])}" + ("" if seconds[i] is not None else " (no sizes)")
+        lines.append(f"# batch {i + 1} of {n}: {b.partitions} partitions, {b.copies} replica copies{size}{est}"
+                     + (" (one step above --max-bytes-per-batch)" if b.oversized else ""))
+        lines.append(f"kafka-reassign-partitions --bootstrap-server {bs} --reassignment-json-file {path(name)} "
+                     f"--execute{throttle_arg}")
+        lines.append("# repeat until every partition is complete; --verify also removes the throttle once the batch is done")
+        lines.append(f"kafka-reassign-partitions --bootstrap-server {bs} --reassignment-json-file {path(name)} --verify")
+        lines.append("")
+    if len(res.leader_changed_rows):
+        lines.append(f"# preferred leader election: {len(res.leader_changed_rows)} partitions whose first replica changes")
+        lines.append(f"kafka-leader-election --bootstrap-server {bs} --election-type preferred "
+                     f"--path-to-json-file {path('election.json')}")
+    else:
+        lines.append("# no preferred leader changes: no leader election needed")
+    return "\n".join(lines) + "\n"
+
+
+def summary(res: Batches, names: list[str], folder: str, seconds: list[float | None], throttle: int | None,
+            limits: dict, files: list[str], warnings: list[str]) -> dict:
+    known = res.sizes_known
+    per = []
+    for i, (b, name) in enumerate(zip(res.batches, names)):
+        per.append({
+            "batch": i + 1,
+            "file": str(Path(folder) / name),
+            "partitions": b.partitions,
+            "steps": b.steps,
+            "reorder_only": b.reorder_only,
+            "finished": b.finished,
+            "copies": b.copies,
+            "bytes": b.bytes if known else None,
+            "max_broker_participation": b.max_participation,
+            "oversized": b.oversized,
+            "estimated_seconds": seconds[i],
+        })
+    total = sum(s for s in seconds if s is not None) if throttle and known else None
+    return {
+        "batches": len(res),
+        "per_batch": per,
+        "totals": {
+            "changed_partitions": len(res.changed_rows),
+            "reorder_only_partitions": res.reorder_only,
+            "steps": sum(b.steps for b in res.batches),
+            "copies": res.copies,
+            "bytes": res.bytes if known else None,
+            "max_broker_participation": max((b.max_participation for b in res.batches), default=0),
+            "leader_changes": len(res.leader_changed_rows),
+            "estimated_seconds": total,
+        },
+        "limits": limits,
+        "warnings": warnings,
+        "files": files,
+    }
+
+
+def render(d: dict, con) -> None:
+    t = d["totals"]
+    lim = d["limits"]
+    parts = []
+    if lim["max_moves_per_broker"] is not None:
+        parts.append(f"at most {lim['max_moves_per_broker']} per broker")
+    if lim["max_bytes_per_batch"] is not None:
+        parts.append(f"at most {_bytes(lim['max_bytes_per_batch'])} per batch")
+    if lim["one_replica_per_partition"]:
+        parts.append("one new replica per partition per batch")
+    parts.append(f"order {lim['order']}")
+    con.print(f"[bold]Batches[/bold]: {d['batches']} for {t['changed_partitions']} changed partitions "
+              f"({t['reorder_only_partitions']} reorder only), {t['copies']} replica copies"
+              + (f", {_bytes(t['bytes'])}" if t["bytes"] is not None else "") + f"; {', '.join(parts)}")
+    rows = d["per_batch"]
+    if rows:
+        note = f" (first {MAX_TABLE_ROWS} of {len(rows)}; --json lists all)" if len(rows) > MAX_TABLE_ROWS else ""
+        tab = Table(title="Batches" + note, title_justify="left")
+        for col in ("batch", "partitions", "copies", "bytes", "max per broker", "est. time"):
+            tab.add_column(col, justify="right")
+        throttle = lim["throttle"]
+        for r in rows[:MAX_TABLE_ROWS]:
+            est = format_duration(r["estimated_seconds"]) if throttle else "-"
+            tab.add_row(str(r["batch"]) + (" [yellow]*[/yellow]" if r["oversized"] else ""), str(r["partitions"]),
+                        str(r["copies"]), _bytes(r["bytes"]), str(r["max_broker_participation"]), est)
+        con.print(tab)
+    if lim["throttle"] and rows:
+        con.print(f"Estimated copy time at {lim['throttle']} B/s: {format_duration(t['estimated_seconds'])}"
+                  + ("" if t["estimated_seconds"] is not None else " (partition sizes unknown: give --sizes)"))
+    con.print(f"Leader changes: {t['leader_changes']}; wrote {len(d['files'])} files: "
+              f"{', '.join(Path(f).name for f in d['files'][:6])}{', ...' if len(d['files']) > 6 else ''}")
+
+
+def batches(
+    plan_file: Path = typer.Argument(..., metavar="PLAN", show_default=False,
+                                     help="The reassignment JSON to split (as flowbalance plan -o writes)."),
+    current: Path = typer.Option(..., "--current", show_default=False,
+                                 help="Current assignment: reassignment JSON, --generate output or kafka-topics --describe text."),
+    out: Path = typer.Option(..., "-o", "--out", show_default=False,
+                             help="Folder for batch-NNN.json, rollback.json, election.json and steps.txt (created if missing)."),
+    brokers: o.PathOpt = o.BrokersOpt,
+    sizes: o.PathOpt = o.SizesOpt,
+    format: Optional[str] = o.FormatOpt,
+    max_moves_per_broker: Optional[int] = typer.Option(
+        None, "--max-moves-per-broker", help="At most K partition moves per broker per batch; a broker takes part in a move when it gains or "
+                                           "loses a replica (default: no limit)."),
+    max_bytes_per_batch: Optional[int] = typer.Option(
+        None, "--max-bytes-per-batch", help="At most B bytes copied per batch (a single larger step gets a batch of its own)."),
+    one_replica_per_partition: bool = typer.Option(
+        False, "--one-replica-per-partition", help="Add one new replica per partition per batch (moves in several steps)."),
+    order: str = typer.Option("largest", "--order", help="Fill batches with partitions in this order: largest, smallest or as-is (plan file order)."),
+    throttle: Optional[int] = typer.Option(None, "--throttle", help="Replication throttle in bytes/s for --execute (and the time estimate)."),
+    bootstrap_server: Optional[str] = typer.Option(None, "--bootstrap-server", help="HOST:PORT for the commands in steps.txt (default: $BOOTSTRAP)."),
+    json_out: bool = o.JsonOpt,
+    disable_rack_aware: bool = o.NoRackOpt,
+) -> None:
+    """Split PLAN into ordered batches for kafka-reassign-partitions, with rollback, election and steps.txt."""
+    check_options(max_moves_per_broker, max_bytes_per_batch, order)
+    if throttle is not None and throttle < 1:
+        raise InputError("--throttle", "", "must be at least 1 (bytes per second)", throttle)
+    if bootstrap_server is not None and not _HOST.match(bootstrap_server):
+        raise InputError("--bootstrap-server", "", "expected HOST:PORT[,HOST:PORT...] without spaces or shell characters",
+                         bootstrap_server)
+    if out.exists() and not out.is_dir():
+        raise InputError("--out", "", "exists and is not a folder", str(out))
+    loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
+    pf = read_plan(plan_file, loaded.state, current_source=str(current))
+    res = split_plan(loaded.state, pf.final, max_moves_per_broker=max_moves_per_broker,
+                     max_bytes_per_batch=max_bytes_per_batch, one_replica_per_partition=one_replica_per_partition,
+                     order=order, rank=pf.rank)
+    warnings = list(loaded.warnings) + list(res.warnings)
+    if throttle and not res.sizes_known and len(res):
+        warnings.append("--throttle: partition sizes are unknown (give --sizes), so copy times cannot be estimated")
+
+    folder = str(out)
+    names = [batch_name(i, len(res)) for i in range(len(res))]
+    log_dirs = pf.final.had_log_dirs
+    files = {str(out / name): reassignment_json(res.batch_state(i), log_dirs=log_dirs) for i, name in enumerate(names)}
+    files[str(out / "rollback.json")] = reassignment_json(res.rollback_state(), log_dirs=log_dirs)
+    files[str(out / "election.json")] = election_json(pf.final, res.leader_changed_rows)
+    seconds = res.estimated_seconds(throttle)
+    files[str(out / "steps.txt")] = steps_text(res, folder, names, bootstrap_server or PLACEHOLDER, throttle, seconds)
+
+    if out.is_dir():
+        stale = sorted(str(p) for p in out.glob("batch-*.json") if str(p) not in files)
+        if stale:
+            warnings.append(f"{folder}: {len(stale)} batch files from an earlier run are not part of these steps "
+                            f"(for example {Path(stale[0]).name}); steps.txt lists the current ones")
+    inputs = [str(p) for p in (plan_file, current, brokers, sizes) if p is not None]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError("--out", "", f"cannot create the folder: {err.strerror or err}", folder) from None
+    write_atomic(files, inputs)
+
+    for w in warnings:
+        sys.stderr.write(f"flowbalance: warning: {w}\n")
+    limits = {
+        "max_moves_per_broker": max_moves_per_broker,
+        "max_bytes_per_batch": max_bytes_per_batch,
+        "one_replica_per_partition": one_replica_per_partition,
+        "order": order,
+        "throttle": throttle,
+        "bootstrap_server": bootstrap_server,
+    }
+    data = summary(res, names, folder, seconds, throttle, limits, sorted(files), warnings)
+    if json_out:
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        render(data, console())

@@ -1,0 +1,505 @@
+"""Splits a planned reassignment into ordered batches for ``kafka-reassign-partitions``.
+
+A partition's move from its current list O to its planned list N copies data to every broker of N−O
+(incoming) and drops it from every broker of O−N (outgoing). A *step* is one such change of one partition;
+each incoming or outgoing broker of a step *takes part* in it once. Batches are filled first-fit: the steps
+are taken in the chosen order (largest partitions first by default; the steps of one partition one after
+the other) and each goes into the earliest batch, after the batch of the partition's previous step, where
+
+* no broker takes part in more than ``max_moves_per_broker`` steps, and
+* the bytes copied (partition size × incoming replicas of the step) stay within ``max_bytes_per_batch``;
+  a step larger than that on its own gets a batch of its own, which takes nothing else.
+
+Partitions that only change the order of their replicas copy nothing: they go into the first batch and count
+against neither limit. With ``one_replica_per_partition`` a move with several incoming replicas is split into
+steps that each add one: an outgoing broker is replaced in place by an incoming one (list positions kept), or
+the incoming one is appended when the replication factor grows; the last step writes exactly the planned list,
+so removals when the replication factor shrinks happen there.
+
+Applying the batches in order to the current assignment gives exactly the planned one. Everything is
+deterministic. The first-fit loop is plain Python over the steps (not over steps × batches): a union-find
+per broker skips the batches where that broker is already full, and a vectorized scan skips batches without
+room for the bytes. Reading the plan, building the steps and the per-batch figures are vectorized.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Iterator
+
+import numpy as np
+
+from .errors import InputError
+from .model import PAD, ClusterState, _trim
+from .planfile import pad_to
+
+ORDERS = ("largest", "smallest", "as-is")
+MAX_LISTED_WARNINGS = 10
+
+
+# ---- the result -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Batch:
+    """One batch: the partitions it changes (rows of the state, ascending) and their lists after it."""
+
+    rows: np.ndarray  # int64 [n], rows of the current state, ascending
+    replicas: np.ndarray  # int32 [n, W]: each row's replica list once this batch is done (PAD padded)
+    steps: int  # rows whose replica set changes (the others only reorder)
+    reorder_only: int
+    copies: int  # incoming replicas
+    bytes: int  # bytes copied (unknown sizes count 0)
+    max_participation: int  # the most steps any one broker takes part in
+    peak_broker_bytes: int  # max over brokers of max(bytes received, bytes sent)
+    oversized: bool  # a single step above max_bytes_per_batch, alone in its batch
+    finished: int  # rows that reach their planned list in this batch
+
+    @property
+    def partitions(self) -> int:
+        return len(self.rows)
+
+
+@dataclass
+class Batches:
+    """The ordered batches of a plan, with what they change in total."""
+
+    current: ClusterState
+    final: ClusterState
+    batches: list[Batch]
+    changed_rows: np.ndarray  # rows whose list differs between current and final
+    leader_changed_rows: np.ndarray  # rows whose first replica (preferred leader) differs
+    reorder_only: int
+    copies: int
+    bytes: int
+    sizes_known: bool  # at least one partition has a known size
+    unknown_sizes: int  # changed partitions that copy data but have no size
+    warnings: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator[Batch]:
+        return iter(self.batches)
+
+    def batch_state(self, i: int) -> ClusterState:
+        """Only the partitions batch ``i`` changes, with their lists after it (what its reassignment JSON holds)."""
+        b = self.batches[i]
+        return _rows_state(self.final, b.rows, b.replicas)
+
+    def rollback_state(self) -> ClusterState:
+        """The changed partitions with their current lists (the rollback file)."""
+        rows = self.changed_rows
+        return _rows_state(self.final, rows, self.current.replicas[rows])
+
+    def apply(self, replicas: np.ndarray, i: int) -> np.ndarray:
+        """``replicas`` (a full matrix, rows of the state) with batch ``i`` applied; a new, possibly wider matrix."""
+        b = self.batches[i]
+        width = max(replicas.shape[1], b.replicas.shape[1])
+        out = pad_to(replicas, width)
+        out[b.rows] = pad_to(b.replicas, width)
+        return out
+
+    def replay(self) -> Iterator[np.ndarray]:
+        """The full replica matrix after each batch in turn, starting from the current one."""
+        reps = self.current.replicas
+        for i in range(len(self.batches)):
+            reps = self.apply(reps, i)
+            yield reps
+
+    def estimated_seconds(self, throttle: int | None) -> list[float | None]:
+        """Per batch: the busiest broker's bytes (received or sent) over the throttle; None when unknown."""
+        if not throttle or not self.sizes_known:
+            return [None] * len(self.batches)
+        return [b.peak_broker_bytes / throttle for b in self.batches]
+
+
+def _rows_state(final: ClusterState, rows: np.ndarray, reps: np.ndarray) -> ClusterState:
+    rows = np.asarray(rows, dtype=np.int64)
+    mat = np.asarray(reps, dtype=np.int32)
+    if mat.ndim != 2 or mat.shape[1] == 0:
+        mat = np.full((len(rows), 1), PAD, dtype=np.int32)
+    return replace(final, topic=final.topic[rows], partition=final.partition[rows], replicas=_trim(mat),
+                   size=final.size[rows])
+
+
+# ---- options ----------------------------------------------------------------------------------------------
+
+
+def check_options(max_moves_per_broker: int | None, max_bytes_per_batch: int | None, order: str) -> None:
+    """One-line InputErrors naming the flag for limits below 1 and an unknown order."""
+    if max_moves_per_broker is not None and (not _is_int(max_moves_per_broker) or max_moves_per_broker < 1):
+        raise InputError("--max-moves-per-broker", "", "must be at least 1", max_moves_per_broker)
+    if max_bytes_per_batch is not None and (not _is_int(max_bytes_per_batch) or max_bytes_per_batch < 1):
+        raise InputError("--max-bytes-per-batch", "", "must be at least 1", max_bytes_per_batch)
+    if order not in ORDERS:
+        raise InputError("--order", "", f"unknown order (choose from {', '.join(ORDERS)})", order)
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+# ---- steps ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Steps:
+    row: np.ndarray  # int64 [S]: index into the changed rows
+    k: np.ndarray  # int64 [S]: step number within its partition (0, 1, ...)
+    last: np.ndarray  # bool [S]: the step writes the planned list
+    lists: np.ndarray  # int32 [S, W]: the list after the step
+    n_in: np.ndarray  # int64 [S]: incoming replicas
+    sender: np.ndarray  # int64 [S]: dense index of the preferred leader before the step (the copy source)
+    in_step: np.ndarray  # int64 [E]: step of each incoming (step, broker) pair
+    in_broker: np.ndarray  # int64 [E]
+    out_step: np.ndarray  # int64 [F]: step of each outgoing (step, broker) pair
+    out_broker: np.ndarray  # int64 [F]
+
+
+def _in_other(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """mask[r, j]: a[r, j] is a broker (not PAD) that is not in row r of b."""
+    present = (a[:, :, None] == b[:, None, :]).any(axis=2)
+    return (a != PAD) & ~present
+
+
+def _make_steps(old: np.ndarray, new: np.ndarray, dense, one_replica: bool) -> tuple[_Steps, np.ndarray]:
+    """Steps of the changed rows (old → new, both [n, W]); also each row's reorder-only flag."""
+    n, width = old.shape
+    inc = _in_other(new, old)
+    out = _in_other(old, new)
+    n_in = inc.sum(axis=1)
+    reorder = (n_in == 0) & (out.sum(axis=1) == 0)
+    split = (n_in >= 2) if one_replica else np.zeros(n, dtype=bool)
+    single = np.flatnonzero(~split)
+
+    # one step per row that is not split: old -> new
+    s_rows = [single]
+    s_k = [np.zeros(len(single), dtype=np.int64)]
+    s_last = [np.ones(len(single), dtype=bool)]
+    s_lists = [new[single]]
+    s_in = [n_in[single].astype(np.int64)]
+    s_sender = [old[single, 0].astype(np.int64)]
+    ir, ic = np.nonzero(inc[single])
+    orr, oc = np.nonzero(out[single])
+    in_step = [ir.astype(np.int64)]
+    in_b = [new[single][ir, ic].astype(np.int64)]
+    out_step = [orr.astype(np.int64)]
+    out_b = [old[single][orr, oc].astype(np.int64)]
+
+    multi = np.flatnonzero(split)
+    if len(multi):
+        # one incoming replica per step, vectorized over the split rows, step j of every row at once
+        mo, mn = old[multi], new[multi]
+        a_in = n_in[multi]
+        x_out = out[multi].sum(axis=1)
+        rf_old = (mo != PAD).sum(axis=1)
+        inc_ids = np.take_along_axis(mn, np.argsort(~inc[multi], axis=1, kind="stable"), axis=1)  # I, new order
+        out_pos = np.argsort(~out[multi], axis=1, kind="stable")  # positions in old of X, old order
+        cur = mo.copy()
+        base = len(single)
+        for j in range(int(a_in.max())):
+            act = np.flatnonzero(a_in > j)
+            fin = a_in[act] == j + 1
+            prev = cur[act]
+            ids_j = base + np.arange(len(act), dtype=np.int64)
+            base += len(act)
+            # not the last step: replace the next outgoing broker in place, or append when RF grows
+            nl = act[~fin]
+            rep = j < x_out[nl]
+            col = np.where(rep, out_pos[nl, j], rf_old[nl] + j - x_out[nl])
+            gone = cur[nl, col]
+            cur[nl, col] = inc_ids[nl, j]
+            lists = np.empty((len(act), width), dtype=np.int32)
+            lists[~fin] = cur[nl]
+            lists[fin] = mn[act[fin]]
+            s_rows.append(multi[act].astype(np.int64))
+            s_k.append(np.full(len(act), j, dtype=np.int64))
+            s_last.append(fin)
+            s_lists.append(lists)
+            s_in.append(np.ones(len(act), dtype=np.int64))
+            s_sender.append(prev[:, 0].astype(np.int64))
+            in_step.append(ids_j)
+            in_b.append(inc_ids[act, j].astype(np.int64))
+            # outgoing: the replaced broker; in the last step, whatever is left that the plan drops
+            out_step.append(ids_j[~fin][rep])
+            out_b.append(gone[rep].astype(np.int64))
+            lr, lc = np.nonzero(_in_other(prev[fin], mn[act[fin]]))
+            out_step.append(ids_j[fin][lr])
+            out_b.append(prev[fin][lr, lc].astype(np.int64))
+
+    steps = _Steps(
+        row=np.concatenate(s_rows).astype(np.int64),
+        k=np.concatenate(s_k),
+        last=np.concatenate(s_last),
+        lists=np.concatenate(s_lists).astype(np.int32),
+        n_in=np.concatenate(s_in),
+        sender=dense(np.concatenate(s_sender)),
+        in_step=np.concatenate(in_step),
+        in_broker=dense(np.concatenate(in_b)),
+        out_step=np.concatenate(out_step),
+        out_broker=dense(np.concatenate(out_b)),
+    )
+    return steps, reorder
+
+
+# ---- first fit --------------------------------------------------------------------------------------------
+
+
+def _first_fit(seq: list[int], k: list[int], parts: list[int], offs: list[int], nbytes: list[int],
+               n_steps: int, n_brokers: int, K: int | None, B: int | None) -> tuple[list[int], list[bool]]:
+    """The batch of each step (taken in ``seq`` order), and whether each batch is closed (oversized step).
+
+    ``full[b]`` is a union-find over batch numbers for broker b: a batch where b already takes part in K steps
+    points to a later batch, so the earliest batch at or after c where b has room is found in near-constant
+    time. Batches without room for the bytes are skipped by a vectorized scan of ``room``.
+    """
+    batch = [0] * n_steps
+    n = max(n_brokers, 1)
+    count: dict[int, int] = {}  # batch * n + broker -> steps the broker takes part in, in that batch
+    full: list[dict] = [{} for _ in range(n_brokers)] if K is not None else []
+    used: list[int] = []  # per batch: bytes
+    closed: list[bool] = []
+    cap = 64
+    room = np.full(cap, -1, dtype=np.int64)  # per batch: B - bytes, -1 when closed (numpy, for the scan)
+    nb = 0
+    last = -1
+    limit_k = K is not None
+    limit_b = B is not None
+    get = count.get
+    for s in seq:
+        p = parts[offs[s]:offs[s + 1]]
+        sb = nbytes[s]
+        if limit_b and sb > B:
+            c = nb
+        else:
+            c = last + 1 if k[s] else 0
+            while c < nb:
+                if limit_b and (closed[c] or used[c] + sb > B):
+                    c += 1
+                    if c < nb:
+                        m = room[c:nb] >= sb
+                        j = int(m.argmax())
+                        c = c + j if m[j] else nb
+                    continue
+                if limit_k:
+                    moved = False
+                    for b in p:
+                        d = full[b]
+                        if c in d:
+                            r = d[c]
+                            while r in d:
+                                r = d[r]
+                            x = c
+                            while x != r:  # path compression
+                                nx = d[x]
+                                d[x] = r
+                                x = nx
+                            c = r
+                            moved = True
+                    if moved:
+                        continue
+                break
+        if c == nb:
+            used.append(0)
+            closed.append(limit_b and sb > B)
+            if nb == cap:
+                room = np.concatenate([room, np.full(cap, -1, dtype=np.int64)])
+                cap *= 2
+            nb += 1
+        batch[s] = c
+        last = c
+        if limit_k:
+            base = c * n
+            for b in p:
+                v = get(base + b, 0) + 1
+                count[base + b] = v
+                if v >= K:
+                    full[b][c] = c + 1
+        if limit_b:
+            used[c] += sb
+            room[c] = -1 if closed[c] else B - used[c]
+    return batch, closed
+
+
+# ---- split_plan -------------------------------------------------------------------------------------------
+
+
+def split_plan(
+    current: ClusterState,
+    final: ClusterState,
+    *,
+    max_moves_per_broker: int | None = None,
+    max_bytes_per_batch: int | None = None,
+    one_replica_per_partition: bool = False,
+    order: str = "largest",
+    rank: np.ndarray | None = None,
+) -> Batches:
+    """Ordered batches that take ``current`` to ``final`` (same partitions, same row order).
+
+    ``order``: ``largest`` / ``smallest`` partition size first (ties by topic, partition), or ``as-is``: by
+    ``rank`` (for example the position in the plan file, see :class:`PlanFile`; row order when None).
+    """
+    check_options(max_moves_per_broker, max_bytes_per_batch, order)
+    if current.num_partitions != final.num_partitions or not (
+        np.array_equal(current.topic, final.topic) and np.array_equal(current.partition, final.partition)
+    ):
+        raise ValueError("current and final must hold the same partitions")
+    K = None if max_moves_per_broker is None else int(max_moves_per_broker)
+    B = None if max_bytes_per_batch is None else int(max_bytes_per_batch)
+    width = max(current.replicas.shape[1], final.replicas.shape[1])
+    cur = pad_to(current.replicas, width)
+    fin = pad_to(final.replicas, width)
+    changed = np.flatnonzero((cur != fin).any(axis=1))
+    leader_changed = np.flatnonzero(cur[:, 0] != fin[:, 0])
+    size = np.maximum(current.size, 0).astype(np.int64)
+    sizes_known = current.has_sizes
+
+    ids = np.unique(np.concatenate([cur[changed].ravel(), fin[changed].ravel()]))
+    ids = ids[ids != PAD]
+
+    def dense(x: np.ndarray) -> np.ndarray:
+        return np.searchsorted(ids, x).astype(np.int64)
+
+    old, new = cur[changed], fin[changed]
+    steps, reorder = _make_steps(old, new, dense, one_replica_per_partition)
+    n_steps = len(steps.row)
+    step_size = size[changed][steps.row]
+    step_bytes = step_size * steps.n_in
+    moving = ~reorder[steps.row]
+
+    # the order steps are considered: partitions by the chosen key, the steps of one partition in turn
+    rows_of = changed[steps.row]
+    if order == "largest":
+        key = -size[rows_of]
+    elif order == "smallest":
+        key = size[rows_of]
+    else:
+        key = (np.arange(current.num_partitions, dtype=np.int64) if rank is None else np.asarray(rank))[rows_of]
+    seq = np.lexsort((steps.k, rows_of, key))
+    seq = seq[moving[seq]]
+
+    if K is None and B is None:
+        batch = steps.k.copy()
+        closed = [False] * (int(batch.max()) + 1 if n_steps else 0)
+    else:
+        pstep = np.concatenate([steps.in_step, steps.out_step])
+        pb = np.concatenate([steps.in_broker, steps.out_broker])
+        by = np.argsort(pstep, kind="stable")
+        offs = np.zeros(n_steps + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pstep, minlength=n_steps), out=offs[1:])
+        got, closed = _first_fit(seq.tolist(), steps.k.tolist(), pb[by].tolist(), offs.tolist(),
+                                 step_bytes.tolist(), n_steps, len(ids), K, B)
+        batch = np.asarray(got, dtype=np.int64)
+        batch[~moving] = 0  # reorder-only rows go into the first batch
+        if n_steps and not len(closed):
+            closed = [False]
+    nb = len(closed)
+    batch_list = _assemble(changed, steps, batch, nb, reorder, step_bytes, closed, len(ids))
+
+    warnings: list[str] = []
+    copying = _in_other(new, old).any(axis=1)
+    unknown = int(((current.size[changed] < 0) & copying).sum())
+    if B is not None and not sizes_known and n_steps:
+        warnings.append("--max-bytes-per-batch: partition sizes are unknown (give --sizes), so every partition "
+                        "counts as 0 bytes and the byte limit does not split the plan")
+    elif sizes_known and unknown:
+        warnings.append(f"{unknown} of {int(copying.sum())} partitions that copy data have no size: they count as 0 bytes "
+                        "(bytes and time estimates are low)")
+    over = np.flatnonzero(step_bytes > B) if B is not None else np.empty(0, dtype=np.int64)
+    if len(over):
+        over = over[np.lexsort((steps.k[over], rows_of[over], batch[over]))]
+        for s in over[:MAX_LISTED_WARNINGS].tolist():
+            r = int(rows_of[s])
+            what = f"{current.topics[current.topic[r]]}-{int(current.partition[r])}"
+            if one_replica_per_partition and (steps.row == steps.row[s]).sum() > 1:
+                what += f" (step {int(steps.k[s]) + 1})"
+            warnings.append(f"batch {int(batch[s]) + 1}: {what} copies {int(step_bytes[s])} bytes, more than "
+                            f"--max-bytes-per-batch {B}: it is in a batch of its own")
+        if len(over) > MAX_LISTED_WARNINGS:
+            warnings.append(f"... and {len(over) - MAX_LISTED_WARNINGS} more steps above --max-bytes-per-batch, "
+                            "each in a batch of its own")
+
+    return Batches(
+        current=current, final=final, batches=batch_list, changed_rows=changed, leader_changed_rows=leader_changed,
+        reorder_only=int(reorder.sum()), copies=int(steps.n_in.sum()), bytes=int(step_bytes.sum()),
+        sizes_known=sizes_known, unknown_sizes=unknown, warnings=warnings,
+    )
+
+
+def _assemble(changed: np.ndarray, steps: _Steps, batch: np.ndarray, nb: int, reorder: np.ndarray,
+              step_bytes: np.ndarray, closed: list[bool], n_brokers: int) -> list[Batch]:
+    """Group the steps by batch and compute each batch's figures (vectorized)."""
+    if nb == 0:
+        return []
+    srt = np.lexsort((steps.row, batch))
+    bounds = np.searchsorted(batch[srt], np.arange(nb + 1))
+    reo = reorder[steps.row].astype(np.int64)
+    copies = _sum_by(batch, steps.n_in, nb)
+    nbytes = _sum_by(batch, step_bytes, nb)
+    n_reorder = _sum_by(batch, reo, nb)
+    finished = _sum_by(batch, steps.last.astype(np.int64), nb)
+
+    # participation: (batch, broker) pairs over incoming and outgoing brokers
+    pstep = np.concatenate([steps.in_step, steps.out_step])
+    pb = np.concatenate([steps.in_broker, steps.out_broker])
+    width = max(n_brokers, 1)
+    part = np.zeros(nb, dtype=np.int64)
+    if len(pstep):
+        keys, cnt = np.unique(batch[pstep] * width + pb, return_counts=True)
+        np.maximum.at(part, keys // width, cnt)
+
+    # traffic: received (incoming brokers) and sent (the preferred leader before the step, the copy source)
+    size = step_bytes // np.maximum(steps.n_in, 1)
+    rk = batch[steps.in_step] * width + steps.in_broker
+    rv = size[steps.in_step]
+    has = steps.n_in > 0
+    sk = batch[has] * width + steps.sender[has]
+    sv = step_bytes[has]
+    peak = np.zeros(nb, dtype=np.int64)
+    if len(rk) or len(sk):
+        keys, inv = np.unique(np.concatenate([rk, sk]), return_inverse=True)
+        inv = inv.ravel()
+        recv = np.zeros(len(keys), dtype=np.int64)
+        sent = np.zeros(len(keys), dtype=np.int64)
+        np.add.at(recv, inv[: len(rk)], rv)
+        np.add.at(sent, inv[len(rk):], sv)
+        np.maximum.at(peak, keys // width, np.maximum(recv, sent))
+
+    out = []
+    for i in range(nb):
+        sel = srt[bounds[i]:bounds[i + 1]]
+        out.append(Batch(
+            rows=changed[steps.row[sel]].astype(np.int64),
+            replicas=steps.lists[sel],
+            steps=int(len(sel) - n_reorder[i]),
+            reorder_only=int(n_reorder[i]),
+            copies=int(copies[i]),
+            bytes=int(nbytes[i]),
+            max_participation=int(part[i]),
+            peak_broker_bytes=int(peak[i]),
+            oversized=bool(closed[i]),
+            finished=int(finished[i]),
+        ))
+    return out
+
+
+def _sum_by(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, group, np.asarray(values, dtype=np.int64))
+    return out
+
+
+# ---- text -------------------------------------------------------------------------------------------------
+
+
+def format_duration(seconds: float | None) -> str:
+    """``~ 40 s``, ``~ 12 min``, ``~ 3 h 05 min``; ``unknown`` for None."""
+    if seconds is None:
+        return "unknown"
+    if seconds < 59.5:
+        return f"~ {max(1, round(seconds))} s" if seconds > 0 else "~ 0 s"
+    minutes = int(math.floor(seconds / 60 + 0.5))
+    if minutes < 60:
+        return f"~ {minutes} min"
+    return f"~ {minutes // 60} h {minutes % 60:02d} min"
