@@ -17,6 +17,7 @@ from flowbalance.formats.writers import election_json, reassignment_json, write_
 from flowbalance.load import load_cluster
 
 from . import options as o
+from .progress import Steps
 from .render import _bytes, console
 
 PLACEHOLDER = "$BOOTSTRAP"
@@ -169,6 +170,7 @@ def batches(
     bootstrap_server: Optional[str] = typer.Option(None, "--bootstrap-server", help="HOST:PORT for the commands in steps.txt (default: $BOOTSTRAP)."),
     json_out: bool = o.JsonOpt,
     disable_rack_aware: bool = o.NoRackOpt,
+    quiet: bool = o.QuietOpt,
 ) -> None:
     """Split PLAN into ordered batches for kafka-reassign-partitions, with rollback, election and steps.txt."""
     check_options(max_moves_per_broker, max_bytes_per_batch, order)
@@ -179,11 +181,15 @@ def batches(
                          bootstrap_server)
     if out.exists() and not out.is_dir():
         raise InputError("--out", "", "exists and is not a folder", str(out))
-    loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
-    pf = read_plan(plan_file, loaded.state, current_source=str(current))
-    res = split_plan(loaded.state, pf.final, max_moves_per_broker=max_moves_per_broker,
-                     max_bytes_per_batch=max_bytes_per_batch, one_replica_per_partition=one_replica_per_partition,
-                     order=order, rank=pf.rank)
+    with Steps(total=3, enabled=not quiet) as steps:
+        steps.step("reading input")
+        loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
+        pf = read_plan(plan_file, loaded.state, current_source=str(current))
+        steps.step("splitting into batches")
+        res = split_plan(loaded.state, pf.final, max_moves_per_broker=max_moves_per_broker,
+                         max_bytes_per_batch=max_bytes_per_batch, one_replica_per_partition=one_replica_per_partition,
+                         order=order, rank=pf.rank)
+        steps.step("writing files")
     warnings = list(loaded.warnings) + list(res.warnings)
     if throttle and not res.sizes_known and len(res):
         warnings.append("--throttle: partition sizes are unknown (give --sizes), so copy times cannot be estimated")
@@ -220,6 +226,8 @@ def batches(
         "bootstrap_server": bootstrap_server,
     }
     data = summary(res, names, folder, seconds, throttle, limits, sorted(files), warnings)
+    if quiet:
+        return
     if json_out:
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:

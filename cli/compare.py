@@ -13,6 +13,7 @@ from flowbalance.summary import compare_summary
 
 from . import options as o
 from .plan import request
+from .progress import Steps
 from .render import console, render_compare
 
 
@@ -34,8 +35,11 @@ def compare(
 ) -> None:
     """Plan CURRENT with the flow and the template strategy and compare moves, bytes and spreads (writes nothing)."""
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
-    loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
-    plans = {s: plan(loaded.state, strategy=s, **req) for s in STRATEGIES}
+    with Steps(total=1 + 6 * len(STRATEGIES)) as steps:
+        steps.step("reading input")
+        loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
+        plans = {s: plan(loaded.state, strategy=s, progress=lambda name, s=s: steps.step(f"{s}: {name}"), **req)
+                 for s in STRATEGIES}
     for w in loaded.warnings:
         sys.stderr.write(f"flowbalance: warning: {w}\n")
     data = compare_summary(plans)

@@ -97,7 +97,7 @@ def plan_command(
     stage_list = [s.strip() for s in stages.split(",") if s.strip()]
     if not stage_list:
         raise InputError("--stages", "", "no stage given", stages)
-    with Steps(total=8, enabled=not quiet) as steps:
+    with Steps(total=7, enabled=not quiet) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
         p = plan(loaded.state, stages=stage_list, strategy=strategy, progress=steps.step, **req)
