@@ -18,7 +18,9 @@ from flowbalance.load import load_cluster
 
 from . import options as o
 from .progress import Steps
-from .render import _bytes, console
+from flowbalance.summary import format_bytes as _bytes
+
+from .render import console
 
 PLACEHOLDER = "$BOOTSTRAP"
 MAX_TABLE_ROWS = 40

@@ -4,6 +4,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from flowbalance.summary import format_bytes as _bytes
+
 MAX_BROKER_ROWS = 40
 
 
@@ -15,17 +17,6 @@ def _mark(ok: bool | None) -> str:
     if ok is None:
         return ""
     return "[green]ok[/green]" if ok else "[bold red]FAIL[/bold red]"
-
-
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    x = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(x) < 1024 or unit == "PiB":
-            return f"{x:.0f} {unit}" if unit == "B" else f"{x:.1f} {unit}"
-        x /= 1024
-    return str(n)
 
 
 def broker_table(rows: list[dict], title: str = "Brokers") -> Table:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from .render import _bytes
+from flowbalance.summary import format_bytes as _bytes
 
 MAX_ROWS = 40
 BAR = 16

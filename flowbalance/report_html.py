@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from html import escape
 
+from .summary import format_bytes
+
 BEFORE = "#9aa5b1"
 AFTER = "#2f6fdf"
 BAD = "#d64545"
@@ -22,17 +24,6 @@ td.l,th.l{text-align:left} .bad{color:#d64545;font-weight:600} .good{color:#207a
 .kpi{display:inline-block;border:1px solid #e4e7eb;border-radius:6px;padding:8px 14px;margin:0 10px 10px 0}
 .kpi b{display:block;font-size:20px} svg{display:block;margin:4px 0 10px}
 """
-
-
-def _fmt_bytes(n) -> str:
-    if n is None:
-        return "-"
-    x = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(x) < 1024 or unit == "PiB":
-            return f"{x:.0f} {unit}" if unit == "B" else f"{x:.1f} {unit}"
-        x /= 1024
-    return str(n)
 
 
 def _bars(title: str, labels: list[str], before: list, after: list | None, fmt=str) -> str:
@@ -131,7 +122,7 @@ def render_html(rep: dict, title: str = "flowbalance report") -> str:
         proof = {True: '<span class="good">proven optimal</span>', False: '<span class="bad">not proven optimal</span>',
                  None: "optimality unknown"}[m["proven_optimal"]]
         kpis = [("replica moves", f'{m["replica_moves"]}'), ("lower bound", f'{m["lower_bound"]}'),
-                ("bytes to move", _fmt_bytes(m["bytes_to_move"])), ("leader changes", f'{m["leader_changes"]}'),
+                ("bytes to move", format_bytes(m["bytes_to_move"])), ("leader changes", f'{m["leader_changes"]}'),
                 ("changed partitions", f'{m["changed_partitions"]}')]
         out.append("<h2>Moves</h2>" + "".join(f'<div class="kpi">{escape(k)}<b>{escape(v)}</b></div>' for k, v in kpis)
                    + f"<div>{proof}; {m['reorder_only_partitions']} partitions reorder only, "
@@ -144,15 +135,15 @@ def render_html(rep: dict, title: str = "flowbalance report") -> str:
     s = rep["spreads"]
     out.append("<h2>Spreads (max − min per broker)</h2>")
     out.append(_table(["metric", "before"] + (["after"] if plan else []),
-                      [[escape(k.replace("_", " ")), escape(str(_fmt_bytes(v[0]) if k == "bytes" else v[0]))]
-                       + ([escape(str(_fmt_bytes(v[1]) if k == "bytes" else v[1]))] if plan else [])
+                      [[escape(k.replace("_", " ")), escape(str(format_bytes(v[0]) if k == "bytes" else v[0]))]
+                       + ([escape(str(format_bytes(v[1]) if k == "bytes" else v[1]))] if plan else [])
                        for k, v in s.items() if v[0] is not None]))
     out.append("<h2>Load per broker</h2>")
     out.append(_bars("Replicas per broker", labels, [r["replicas"][0] for r in pb],
                      [r["replicas"][1] for r in pb] if plan else None))
     if c["sizes_known"]:
         out.append(_bars("Bytes per broker", labels, [r["bytes"][0] for r in pb],
-                         [r["bytes"][1] for r in pb] if plan else None, fmt=_fmt_bytes))
+                         [r["bytes"][1] for r in pb] if plan else None, fmt=format_bytes))
     out.append(_bars("Leaders per broker", labels, [r["leaders"][0] for r in pb],
                      [r["leaders"][1] for r in pb] if plan else None))
     rows = []
@@ -160,7 +151,7 @@ def render_html(rep: dict, title: str = "flowbalance report") -> str:
         lo, hi = r["target_replicas"]
         rows.append([escape(str(r["broker"])) + (" (remove)" if r["removed"] else ""), escape(r["rack"] or "-"),
                      _pair(r["replicas"]), f"{lo}" if lo == hi else f"{lo}–{hi}", _pair(r["leaders"]),
-                     _pair(r["bytes"], _fmt_bytes), _fmt_bytes(r["capacity_bytes"])])
+                     _pair(r["bytes"], format_bytes), format_bytes(r["capacity_bytes"])])
     out.append(_table(["broker", "rack", "replicas", "target", "leaders", "bytes", "capacity"], rows, left=2))
     out.append(_failover_section(rep["failover"], "broker", plan))
     out.append(_failover_section(rep["rack_failover"], "rack", plan))

@@ -50,6 +50,18 @@ def evaluate(state: ClusterState, m: StateMetrics, th: Thresholds) -> dict[str, 
     return checks
 
 
+def format_bytes(n: int | None) -> str:
+    """1536 -> "1.5 KiB" (binary units, one decimal); None -> "-"."""
+    if n is None:
+        return "-"
+    x = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(x) < 1024 or unit == "PiB":
+            return f"{x:.0f} {unit}" if unit == "B" else f"{x:.1f} {unit}"
+        x /= 1024
+    return str(n)
+
+
 def _num(x):
     if x is None:
         return None
