@@ -35,19 +35,19 @@ def _bars(title: str, labels: list[str], before: list, after: list | None, fmt=s
     top = max(vals) if vals else 0
     top = top or 1
     group = max(6, min(40, 1100 // n))
-    width = 60 + n * group
+    width = 80 + n * group
     height, base = 220, 190
     bar = max(2, (group - 4) // (2 if after is not None else 1))
     parts = [f'<svg role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">']
-    parts.append(f'<line x1="50" y1="{base}" x2="{width}" y2="{base}" stroke="#cbd2d9"/>')
+    parts.append(f'<line x1="70" y1="{base}" x2="{width}" y2="{base}" stroke="#cbd2d9"/>')
     for frac in (0.5, 1.0):
         y = base - frac * 170
-        parts.append(f'<line x1="50" y1="{y:.1f}" x2="{width}" y2="{y:.1f}" stroke="#eef0f2"/>')
-        parts.append(f'<text x="46" y="{y + 4:.1f}" font-size="10" text-anchor="end" fill="#52606d">'
+        parts.append(f'<line x1="70" y1="{y:.1f}" x2="{width}" y2="{y:.1f}" stroke="#eef0f2"/>')
+        parts.append(f'<text x="66" y="{y + 4:.1f}" font-size="10" text-anchor="end" fill="#52606d">'
                      f'{escape(fmt(int(round(top * frac))))}</text>')
     for i, lab in enumerate(labels):
-        x = 52 + i * group
+        x = 72 + i * group
         series = [(before[i], BEFORE)] + ([(after[i], AFTER)] if after is not None else [])
         for j, (v, colour) in enumerate(series):
             if v is None:
