@@ -10,9 +10,10 @@ import typer
 
 from flowbalance.errors import InputError
 from flowbalance.formats.writers import check_outputs, election_json, reassignment_json, write_atomic
-from flowbalance.load import load_cluster, parse_broker_ids
+from flowbalance.load import load_cluster
 from flowbalance.plan import STAGES, plan
 from flowbalance.report import build_report
+from flowbalance.request import plan_request
 from flowbalance.summary import plan_summary
 
 from . import options as o
@@ -21,48 +22,9 @@ from .render import console, render_plan
 from .report_view import render_report
 
 
-def _replace(text: str | None) -> dict[int, int]:
-    out: dict[int, int] = {}
-    if not text:
-        return out
-    for pair in text.split(","):
-        old, sep, new = pair.strip().partition(":")
-        if not sep or not old.strip().isdigit() or not new.strip().isdigit():
-            raise InputError("--replace", "", "expected OLD:NEW[,OLD:NEW...] with broker ids", text)
-        if int(old) in out:
-            raise InputError("--replace", "", "a broker is replaced twice", text)
-        out[int(old)] = int(new)
-    if len(set(out.values())) != len(out):
-        raise InputError("--replace", "", "two brokers are replaced by the same broker", text)
-    return out
-
-
-def _topic_rf(items: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for it in items:
-        topic, sep, k = it.rpartition("=")
-        if not sep or not topic or not k.strip().isdigit():
-            raise InputError("--topic-rf", "", "expected TOPIC=N", it)
-        out[topic] = int(k)
-    return out
-
-
 def request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic) -> dict:
     """The keyword arguments of ``flowbalance.plan.plan`` from the command-line request options."""
-    if replication_factor is not None and topic_rf:
-        raise InputError("--replication-factor", "", "use either --replication-factor or --topic-rf, not both")
-    rf = replication_factor if replication_factor is not None else (_topic_rf(topic_rf) if topic_rf else None)
-    if isinstance(rf, int) and rf < 1:
-        raise InputError("--replication-factor", "", "must be at least 1", rf)
-    return dict(
-        remove=parse_broker_ids(remove, "--remove") if remove else (),
-        add=parse_broker_ids(add, "--add") if add else (),
-        replace=_replace(replace),
-        replication_factor=rf,
-        topics=topics,
-        exclude_topics=exclude_topics,
-        per_topic=not no_per_topic,
-    )
+    return plan_request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
 
 
 def plan_command(

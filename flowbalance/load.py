@@ -62,14 +62,30 @@ def load_cluster(
     disable_rack_aware: bool = False,
 ) -> Loaded:
     """Read CURRENT (any assignment format), and optionally a broker file and kafka-log-dirs sizes."""
-    current = str(current)
-    raw = read_assignment(read_text(current), current, fmt)
+    def named(path):
+        return None if path is None else (str(path), read_text(path))
+
+    return load_texts(named(current), brokers=named(brokers), sizes=named(sizes), fmt=fmt,
+                      disable_rack_aware=disable_rack_aware)
+
+
+def load_texts(
+    current: tuple[str, str],
+    *,
+    brokers: tuple[str, str] | None = None,
+    sizes: tuple[str, str] | None = None,
+    fmt: str | None = None,
+    disable_rack_aware: bool = False,
+) -> Loaded:
+    """``load_cluster`` from (name, text) pairs already read (the fleet pipeline reads files through Spark)."""
+    current_src, current_text = current
+    raw = read_assignment(current_text, current_src, fmt)
     warnings: list[str] = []
-    inputs = [current]
+    inputs = [current_src]
     if brokers is not None:
-        bsrc = str(brokers)
+        bsrc, btext = brokers
         inputs.append(bsrc)
-        table = read_broker_file(read_text(bsrc), bsrc)
+        table = read_broker_file(btext, bsrc)
         _check_known_brokers(raw, table, bsrc)
     else:
         ids = np.unique(raw.replicas[raw.replicas != PAD])
@@ -80,9 +96,9 @@ def load_cluster(
         table, raw.topic_names, raw.partition, raw.replicas, had_log_dirs=raw.had_log_dirs
     )
     if sizes is not None:
-        ssrc = str(sizes)
+        ssrc, stext = sizes
         inputs.append(ssrc)
-        ld = read_logdirs(read_text(ssrc), ssrc)
+        ld = read_logdirs(stext, ssrc)
         state = _with_sizes(state, ld, warnings)
     return Loaded(state=state, warnings=warnings, inputs=inputs)
 

@@ -24,3 +24,13 @@ def run_cli(capsys):
         return code, out.out, out.err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One real local Spark session per test process (Java 17 and the ``spark`` extra are required)."""
+    from flowbalance.pipeline.session import start
+
+    s = start("local[2]", app="flowbalance-tests", shuffle_partitions=4, conf={"spark.ui.enabled": "false"})
+    yield s
+    s.stop()

@@ -1,0 +1,33 @@
+"""Start Spark: ``local[*]`` by default (nothing to set up beyond the ``spark`` extra and Java 17), or any master
+URL (``spark://host:7077``, ``yarn``, ``k8s://...``). Executors run this same Python (PYSPARK_PYTHON)."""
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+
+def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_partitions: int = 8,
+          conf: dict[str, str] | None = None, quiet: bool = True) -> SparkSession:
+    """A SparkSession for the fleet pipeline (reuses a running one with the same master)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    b = (SparkSession.builder.appName(app)
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
+    if master:
+        b = b.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ and "spark.master" not in (conf or {}):
+        b = b.master(DEFAULT_MASTER)  # under spark-submit (gateway already up) its --master applies
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    if quiet:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark
