@@ -16,6 +16,7 @@ from flowbalance.errors import InputError, PlanningError
 from .batches import batches
 from .check import check
 from .compare import compare
+from .fleet import fleet
 from .generate import generate
 from .plan import plan_command
 from .report import report
@@ -50,6 +51,7 @@ app.command("plan")(plan_command)
 app.command("compare")(compare)
 app.command("batches")(batches)
 app.command("report")(report)
+app.command("fleet")(fleet)
 
 
 def _fail(text: str) -> int:

@@ -64,8 +64,8 @@ def check_outputs(outputs: Sequence[str], inputs: Iterable[str]) -> None:
             raise InputError(out, "", "is a directory")
 
 
-def write_atomic(files: dict[str, str], inputs: Iterable[str] = ()) -> None:
-    """Write every (path -> text) or none: temporary files first, renamed once all are written."""
+def write_atomic(files: dict[str, str | bytes], inputs: Iterable[str] = ()) -> None:
+    """Write every (path -> text or bytes) or none: temporary files first, renamed once all are written."""
     check_outputs(list(files), inputs)
     temps: list[tuple[str, str]] = []
     try:
@@ -73,8 +73,9 @@ def write_atomic(files: dict[str, str], inputs: Iterable[str] = ()) -> None:
             folder = str(Path(path).resolve().parent)
             fd, tmp = tempfile.mkstemp(prefix=".flowbalance-", suffix=".tmp", dir=folder)
             temps.append((tmp, path))
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
+            data = text if isinstance(text, bytes) else text.encode("utf-8")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.chmod(tmp, 0o644)

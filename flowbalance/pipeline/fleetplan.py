@@ -1,0 +1,92 @@
+"""Stage 4: plan every cluster that needs it, clusters in parallel (``groupBy(cluster).applyInPandas``).
+
+Each task rebuilds the cluster's state from its rows (``rows.rows_state``), calls the library planner with the
+cluster's request, and returns the three files ``flowbalance plan`` writes (plan, rollback, election) as text,
+byte for byte, plus the figures of the fleet summary. A cluster that cannot be planned gets a reason instead.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from . import rows
+from .ingest import LONG, LONG_COLUMNS, Tables, _as_long
+
+PLANNED = ("cluster string, ok boolean, reason string, strategy string, plan_json string, rollback_json string, "
+           "election_json string, empty boolean, moves long, min_moves long, lower_bound long, "
+           "proven_optimal boolean, bytes_to_move long, leader_changes long, changed_partitions long, "
+           "replica_spread_before double, replica_spread_after double, topic_spread_before double, "
+           "topic_spread_after double, leader_spread_before double, leader_spread_after double, "
+           "failover_spread_before double, failover_spread_after double, seconds double")
+PLANNED_COLUMNS = [c.strip().split(" ")[0] for c in PLANNED.split(",")]
+
+
+def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
+    """One cluster's rows (long schema) → one row of PLANNED."""
+    from ..errors import InputError, PlanningError
+    from ..formats.writers import election_json, reassignment_json
+    from ..plan import plan
+    from ..request import fleet_request
+
+    cluster = str(pdf["cluster"].iloc[0])
+    out = {c: None for c in PLANNED_COLUMNS}
+    out["cluster"] = cluster
+    meta = pdf[pdf.kind == "clusters"]
+    had_dirs = bool(meta["had_log_dirs"].iloc[0]) if len(meta) else False
+    req = json.loads(meta["request"].iloc[0]) if len(meta) and meta["request"].iloc[0] else {}
+    t0 = time.perf_counter()
+    try:
+        kw = fleet_request(req, f"fleet.json: clusters.{cluster}")
+        state = rows.rows_state(pdf[pdf.kind == "brokers"], pdf[pdf.kind == "replicas"], pdf[pdf.kind == "sizes"],
+                                had_log_dirs=had_dirs)
+        p = plan(state, **kw)
+    except InputError as err:
+        out.update(ok=False, reason=err.line())
+        return pd.DataFrame([out])
+    except (PlanningError, ValueError) as err:
+        out.update(ok=False, reason=str(err))
+        return pd.DataFrame([out])
+    c, cert, mb, ma = p.changes, p.certificate, p.metrics_before, p.metrics_after
+    out.update(
+        ok=True, reason=None, strategy=p.strategy,
+        plan_json=reassignment_json(p.after, c.changed_rows),
+        rollback_json=reassignment_json(p.before, c.changed_rows),
+        election_json=election_json(p.after, c.leader_changed_rows),
+        empty=p.is_empty, moves=c.moves, min_moves=cert.min_moves, lower_bound=cert.lower_bound,
+        proven_optimal=cert.proven_optimal, bytes_to_move=c.bytes_moved, leader_changes=c.leader_changes,
+        changed_partitions=int(len(c.changed_rows)),
+        replica_spread_before=float(mb.replica_spread), replica_spread_after=float(ma.replica_spread),
+        topic_spread_before=float(mb.topic.spread), topic_spread_after=float(ma.topic.spread),
+        leader_spread_before=float(mb.leader_spread), leader_spread_after=float(ma.leader_spread),
+        failover_spread_before=float(mb.failover.worst[1]), failover_spread_after=float(ma.failover.worst[1]),
+        seconds=round(time.perf_counter() - t0, 4),
+    )
+    return pd.DataFrame([out])
+
+
+def plan_fleet(tables: Tables, clusters: DataFrame | None = None) -> DataFrame:
+    """PLANNED rows for the clusters in ``clusters`` (a DataFrame with a ``cluster`` column; all when None)."""
+    meta = tables.clusters
+    if clusters is not None:
+        meta = meta.join(clusters.select("cluster").distinct(), "cluster", "left_semi")
+    keep = meta.select("cluster")
+    long = (_as_long(tables.brokers.join(keep, "cluster", "left_semi"), "brokers")
+            .unionByName(_as_long(tables.replicas.join(keep, "cluster", "left_semi"), "replicas"))
+            .unionByName(_as_long(tables.sizes.join(keep, "cluster", "left_semi"), "sizes"))
+            .unionByName(_as_long(meta, "clusters")))
+    assert long.columns == LONG_COLUMNS
+    return long.groupBy("cluster").applyInPandas(plan_cluster, PLANNED)
+
+
+def needs_plan(tables: Tables, health_clusters: DataFrame) -> DataFrame:
+    """Clusters to plan: every cluster with a request (anything but an empty one), and every unbalanced one."""
+    req = tables.clusters.select("cluster", (F.col("request") != F.lit("{}")).alias("asked"))
+    return (health_clusters.select("cluster", "balanced").join(req, "cluster", "inner")
+            .where(~F.col("balanced") | F.col("asked")).select("cluster"))
+
+
+__all__ = ["PLANNED", "plan_cluster", "plan_fleet", "needs_plan", "LONG"]

@@ -1,0 +1,84 @@
+"""Stage 5: write the fleet's results into a local folder on the driver.
+
+Per planned cluster, ``CLUSTER/plan.json``, ``rollback.json`` and ``election.json``: byte-identical to
+``flowbalance plan CURRENT ... -o plan.json --rollback rollback.json --election election.json`` on that cluster
+alone. Fleet-wide tables, each as Parquet and CSV: ``summary`` (one row per cluster: status, moves, M*, bytes,
+spreads before and after, run time), ``health_clusters``, ``health_brokers``, ``errors`` and, with a metric
+history, ``weights``. Everything is written atomically (temporary files renamed at the end).
+"""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ..formats.writers import write_atomic
+
+SUMMARY_COLUMNS = ["cluster", "status", "reason", "strategy", "moves", "min_moves", "lower_bound", "proven_optimal",
+                   "bytes_to_move", "leader_changes", "changed_partitions", "replica_spread_before",
+                   "replica_spread_after", "topic_spread_before", "topic_spread_after", "leader_spread_before",
+                   "leader_spread_after", "failover_spread_before", "failover_spread_after", "seconds"]
+
+
+def summary_table(clusters: list[str], planned: pd.DataFrame, health: pd.DataFrame, errors: pd.DataFrame
+                  ) -> pd.DataFrame:
+    """One row per cluster: ``planned`` / ``nothing to do`` (an empty plan) / ``balanced`` (not planned) /
+    ``error`` (with the reason, from ingest or from planning)."""
+    rows = []
+    pl = {r["cluster"]: r for r in planned.to_dict("records")}
+    he = {r["cluster"]: r for r in health.to_dict("records")}
+    er = {}
+    for r in errors.to_dict("records"):
+        er.setdefault(r["cluster"], f"{r['stage']}: {r['reason']}")
+    for c in sorted(set(clusters) | set(er)):
+        row = {k: None for k in SUMMARY_COLUMNS}
+        row["cluster"] = c
+        if c in er:
+            row.update(status="error", reason=er[c])
+        elif c in pl and not pl[c]["ok"]:
+            row.update(status="error", reason=f"plan: {pl[c]['reason']}")
+        elif c in pl:
+            p = pl[c]
+            row.update({k: p.get(k) for k in SUMMARY_COLUMNS if k in p and k not in ("status", "reason")})
+            row["status"] = "nothing to do" if p["empty"] else "planned"
+        else:
+            row["status"] = "balanced"
+            h = he.get(c, {})
+            for k, hk in (("replica_spread", "replica_spread"), ("topic_spread", "topic_spread"),
+                          ("leader_spread", "leader_spread"), ("failover_spread", "failover_worst_spread")):
+                row[f"{k}_before"] = h.get(hk)
+        rows.append(row)
+    df = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    for col in ("moves", "min_moves", "lower_bound", "bytes_to_move", "leader_changes", "changed_partitions"):
+        df[col] = df[col].astype("Int64")
+    df["proven_optimal"] = df["proven_optimal"].astype("boolean")
+    return df
+
+
+def _table_files(name: str, df: pd.DataFrame, out: Path) -> dict[str, bytes]:
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    return {str(out / f"{name}.parquet"): buf.getvalue(),
+            str(out / f"{name}.csv"): df.to_csv(index=False, lineterminator="\n").encode("utf-8")}
+
+
+def write_outputs(out: str | os.PathLike, planned: pd.DataFrame, tables: dict[str, pd.DataFrame],
+                  inputs: list[str] = ()) -> list[str]:
+    """Write every file; returns their paths (sorted)."""
+    root = Path(out)
+    root.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str | bytes] = {}
+    for r in planned.to_dict("records"):
+        if not r["ok"]:
+            continue
+        folder = root / r["cluster"]
+        folder.mkdir(parents=True, exist_ok=True)
+        files[str(folder / "plan.json")] = r["plan_json"]
+        files[str(folder / "rollback.json")] = r["rollback_json"]
+        files[str(folder / "election.json")] = r["election_json"]
+    for name, df in tables.items():
+        files.update(_table_files(name, df, root))
+    write_atomic(files, inputs)
+    return sorted(files)
