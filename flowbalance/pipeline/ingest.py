@@ -199,13 +199,14 @@ def read_table(spark: SparkSession, root: str, name: str, fmt: str, schema: str)
 
 
 def _validate(pdf: pd.DataFrame) -> pd.DataFrame:
-    """Tables input: a cluster whose rows do not make a valid state becomes an error row."""
+    """Tables input: a cluster whose rows do not make a valid state becomes an error row (schema ERRORS)."""
     cluster = str(pdf["cluster"].iloc[0])
     try:
         rows.rows_state(pdf[pdf.kind == "brokers"], pdf[pdf.kind == "replicas"], pdf[pdf.kind == "sizes"])
     except Exception as err:  # noqa: BLE001
-        return _error(cluster, "ingest", f"{cluster}: {err}")
-    return pd.DataFrame({c: [] for c in LONG_COLUMNS})
+        return pd.DataFrame({"cluster": [cluster], "stage": ["ingest"], "reason": [f"{cluster}: {err}"]})
+    return pd.DataFrame({"cluster": pd.Series([], dtype=str), "stage": pd.Series([], dtype=str),
+                         "reason": pd.Series([], dtype=str)})
 
 
 def ingest_tables(spark: SparkSession, root: str, fmt: str, requests: dict[str, dict]) -> Tables:
@@ -223,8 +224,7 @@ def ingest_tables(spark: SparkSession, root: str, fmt: str, requests: dict[str, 
     brokers = _mark_removals(spark, brokers, requests)
     long = (_as_long(brokers, "brokers").unionByName(_as_long(replicas, "replicas"))
             .unionByName(_as_long(sizes, "sizes")))
-    errors = long.groupBy("cluster").applyInPandas(_validate, LONG).select(
-        *[c.strip().split(" ")[0] for c in rows.ERRORS.split(",")]).cache()
+    errors = long.groupBy("cluster").applyInPandas(_validate, rows.ERRORS).cache()
     bad = errors.select("cluster")
     names = brokers.select("cluster").union(replicas.select("cluster")).distinct().join(bad, "cluster", "left_anti")
     reqs = spark.createDataFrame(pd.DataFrame({"cluster": list(requests),

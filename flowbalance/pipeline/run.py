@@ -94,7 +94,11 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     seconds["health"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    todo = None if plan_all else needs_plan(tables, hc)
+    # a small DataFrame from the collected health (not the health query itself, whose long lineage Spark
+    # would analyse again for every action)
+    balanced = spark.createDataFrame(outputs["health_clusters"][["cluster", "balanced"]].astype({"balanced": bool}),
+                                     "cluster string, balanced boolean")
+    todo = None if plan_all else needs_plan(tables, balanced)
     planned = plan_fleet(tables, todo).toPandas().sort_values("cluster", kind="stable").reset_index(drop=True)
     seconds["plan"] = time.perf_counter() - t
 

@@ -1,0 +1,219 @@
+"""The fleet pipeline on real Spark: local mode in-process, and a standalone master + worker started from the
+pyspark installation. Every cluster's plan files must equal the single-cluster CLI's, byte for byte."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from .conftest import ROOT, TESTDATA
+
+FLEET = TESTDATA / "fleet"
+# the CLI arguments equivalent to each cluster's entry in testdata/fleet/fleet.json
+CLI_ARGS = {
+    "alpha": ["alpha/describe.txt", "--brokers", "alpha/brokers.csv", "--sizes", "alpha/logdirs.txt", "--remove", "11"],
+    "beta": ["beta/assignment.json", "--brokers", "beta/brokers.csv", "--sizes", "beta/logdirs.txt"],
+    "delta": ["delta/assignment.json", "--brokers", "delta/brokers.csv", "--replication-factor", "3"],
+    "gamma": ["gamma/assignment.json"],
+}
+
+
+def _cli_files(run_cli, tmp: Path, cluster: str) -> dict[str, bytes]:
+    args = [str(FLEET / a) if "/" in a else a for a in CLI_ARGS[cluster]]
+    d = tmp / f"cli-{cluster}"
+    d.mkdir()
+    code, _, err = run_cli("plan", *args, "-o", d / "plan.json", "--rollback", d / "rollback.json",
+                           "--election", d / "election.json", "-q")
+    assert code == 0, err
+    return {n: (d / n).read_bytes() for n in ("plan.json", "rollback.json", "election.json")}
+
+
+@pytest.fixture(scope="module")
+def local_run(spark, tmp_path_factory):
+    from flowbalance.pipeline.run import run_fleet
+
+    out = tmp_path_factory.mktemp("fleet-local")
+    res = run_fleet(str(FLEET), str(out), spark=spark)
+    return res, out
+
+
+def test_local_run_plans_what_needs_it_and_reports_bad_clusters(local_run):
+    res, out = local_run
+    status = dict(zip(res.summary.cluster, res.summary.status))
+    assert status == {"alpha": "planned", "beta": "planned", "delta": "planned", "gamma": "balanced",
+                      "broken": "error", "ghost": "error"}
+    reasons = dict(zip(res.summary.cluster, res.summary.reason))
+    assert "broker 1 appears twice" in reasons["broken"] and "broken/assignment.json" in reasons["broken"]
+    assert "no folder" in reasons["ghost"]
+    for name in ("summary", "health_clusters", "health_brokers", "errors"):
+        assert (out / f"{name}.parquet").exists() and (out / f"{name}.csv").exists()
+    assert not (out / "gamma").exists() and not (out / "broken").exists()
+    csv = pd.read_csv(out / "summary.csv")
+    assert list(csv.cluster) == sorted(status) and (csv.moves.dropna() >= csv.lower_bound.dropna()).all()
+
+
+def test_every_plan_is_byte_identical_to_the_single_cluster_cli(local_run, run_cli, tmp_path):
+    res, out = local_run
+    for cluster in ("alpha", "beta", "delta"):
+        want = _cli_files(run_cli, tmp_path, cluster)
+        for name, data in want.items():
+            assert (out / cluster / name).read_bytes() == data, (cluster, name)
+
+
+def test_plan_all_also_plans_balanced_clusters(spark, run_cli, tmp_path):
+    from flowbalance.pipeline.run import run_fleet
+
+    res = run_fleet(str(FLEET), str(tmp_path / "o"), spark=spark, plan_all=True)
+    assert dict(zip(res.summary.cluster, res.summary.status))["gamma"] == "nothing to do"
+    want = _cli_files(run_cli, tmp_path, "gamma")
+    assert (tmp_path / "o" / "gamma" / "plan.json").read_bytes() == want["plan.json"]
+
+
+def _tables_snapshot(tmp: Path, fmt: str) -> Path:
+    """The testdata fleet as brokers/replicas/sizes tables plus a metric history (delta and gamma only: no
+    log_dirs in their dumps, so their plans must match the dumps' plans byte for byte)."""
+    from flowbalance.load import load_cluster
+    from flowbalance.pipeline.rows import state_rows
+
+    root = tmp / f"tables-{fmt}"
+    root.mkdir()
+    parts = {"brokers": [], "replicas": [], "sizes": []}
+    metrics = []
+    rng = np.random.default_rng(5)
+    t0 = datetime(2026, 11, 1)
+    for c in ("delta", "gamma"):
+        st = load_cluster(FLEET / c / "assignment.json",
+                          brokers=(FLEET / c / "brokers.csv") if (FLEET / c / "brokers.csv").exists() else None).state
+        for k, v in state_rows(c, st).items():
+            parts[k].append(v)
+        for i in range(st.num_partitions):
+            for h in range(30):  # 30 hourly samples per partition, some older than the window
+                metrics.append((c, st.topics[st.topic[i]], int(st.partition[i]), t0 + timedelta(days=h / 2),
+                                float(rng.integers(0, 10_000)), float(rng.integers(0, 10_000))))
+    tables = {k: pd.concat(v, ignore_index=True) for k, v in parts.items()}
+    tables["metrics"] = pd.DataFrame(metrics, columns=["cluster", "topic", "partition", "timestamp", "bytes_in",
+                                                       "bytes_out"])
+    for k, df in tables.items():
+        if fmt == "parquet":
+            df.to_parquet(root / f"{k}.parquet", index=False, coerce_timestamps="us")
+        else:
+            df.to_csv(root / f"{k}.csv", index=False)
+    shutil.copy(FLEET / "fleet.json", root / "fleet.json")
+    return root
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_tables_input_gives_the_same_plans_and_weights(spark, local_run, tmp_path, fmt):
+    from flowbalance.pipeline.run import run_fleet
+
+    snap = _tables_snapshot(tmp_path, fmt)
+    out = tmp_path / "o"
+    res = run_fleet(str(snap), str(out), spark=spark, plan_all=True)
+    status = dict(zip(res.summary.cluster, res.summary.status))
+    # fleet.json also names alpha, beta, broken, ghost: not in the tables, so only delta and gamma are planned
+    assert status["delta"] == "planned" and status["gamma"] == "nothing to do"
+    _, dumps_out = local_run
+    assert (out / "delta" / "plan.json").read_bytes() == (dumps_out / "delta" / "plan.json").read_bytes()
+    w = pd.read_parquet(out / "weights.parquet")
+    m = pd.read_parquet(snap / "metrics.parquet") if fmt == "parquet" else pd.read_csv(snap / "metrics.csv",
+                                                                                        parse_dates=["timestamp"])
+    # oracle: the p95 of bytes_in over the last 7 days of each cluster, as percentile_approx defines it
+    # (the smallest sample with at least 95 % of the samples at or below it)
+    for c, g in m.groupby("cluster"):
+        newest = g.timestamp.max()
+        recent = g[g.timestamp >= newest - pd.Timedelta(days=7)]
+        for (t, p), gg in recent.groupby(["topic", "partition"]):
+            vals = np.sort(gg.bytes_in.to_numpy())
+            want = vals[int(np.ceil(0.95 * len(vals))) - 1]
+            got = w[(w.cluster == c) & (w.topic == t) & (w.partition == p)]
+            assert len(got) == 1 and got.weight.iloc[0] == want and got.samples.iloc[0] == len(vals)
+
+
+def test_fleet_command_prints_the_summary_and_refuses_bad_options(run_cli, tmp_path):
+    code, out, err = run_cli("fleet", FLEET, "-o", tmp_path / "o", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert {c["cluster"]: c["status"] for c in d["clusters"]}["alpha"] == "planned"
+    assert d["master"].startswith("local")
+    from .test_bad_input import assert_one_line
+
+    code, out, err = run_cli("fleet", FLEET, "-o", tmp_path / "p", "--quantile", "2")
+    assert_one_line(code, out, err, "--quantile", "2")
+    code, out, err = run_cli("fleet", tmp_path / "nowhere", "-o", tmp_path / "q")
+    assert_one_line(code, out, err, "nowhere", "does not exist")
+
+
+# ---- a real standalone Spark cluster -------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(pred, timeout: float, what: str) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_standalone_master_and_worker_give_the_same_outputs(local_run, tmp_path):
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    spark_class = home / "bin" / "spark-class"
+    env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+               SPARK_WORKER_DIR=str(tmp_path / "work"), SPARK_LOG_DIR=str(tmp_path / "logs"))
+    port, ui, wui = _free_port(), _free_port(), _free_port()
+    logs = [open(tmp_path / "master.log", "w"), open(tmp_path / "worker.log", "w")]
+    master = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                               "--port", str(port), "--webui-port", str(ui)], env=env, stdout=logs[0],
+                              stderr=subprocess.STDOUT)
+    worker = None
+    try:
+        url = f"spark://127.0.0.1:{port}"
+        _wait_for(lambda: "I have been elected leader" in (tmp_path / "master.log").read_text(), 90, "the master")
+        worker = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host",
+                                   "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", str(wui)],
+                                  env=env, stdout=logs[1], stderr=subprocess.STDOUT)
+        _wait_for(lambda: "Successfully registered with master" in (tmp_path / "worker.log").read_text(), 90,
+                  "the worker")
+        out = tmp_path / "o"
+        run = subprocess.run([sys.executable, "-m", "flowbalance_cli", "fleet", str(FLEET), "-o", str(out),
+                              "--master", url, "--json"], env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        d = json.loads(run.stdout)
+        assert d["master"] == url
+        assert "app-" in (tmp_path / "master.log").read_text()  # the job ran as an application of this master
+        _, local_out = local_run
+        for cluster in ("alpha", "beta", "delta"):
+            for name in ("plan.json", "rollback.json", "election.json"):
+                assert (out / cluster / name).read_bytes() == (local_out / cluster / name).read_bytes()
+        for table in ("summary", "health_clusters", "health_brokers", "errors"):
+            a = pd.read_parquet(out / f"{table}.parquet").drop(columns=["seconds"], errors="ignore")
+            b = pd.read_parquet(local_out / f"{table}.parquet").drop(columns=["seconds"], errors="ignore")
+            pd.testing.assert_frame_equal(a, b)
+    finally:
+        for proc in (worker, master):
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        for f in logs:
+            f.close()
+    assert master.poll() is not None and (worker is None or worker.poll() is not None)
