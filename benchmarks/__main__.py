@@ -1,11 +1,12 @@
 """Run the benchmarks and print a table: wall time and peak memory per step, moves vs M*.
 
-    python -m benchmarks [load|scale|scenarios|strategies|all] [--out DIR] [--only CASE]
+    python -m benchmarks [load|scale|scenarios|strategies|fleet|all] [--out DIR] [--only CASE]
 
 ``load``: generate a 1,000,000-replica cluster (1,000 brokers, RF 3) with ``flowbalance generate``, then time
 reading it (stdlib json vs orjson) and computing every metric. ``scale``: the planner on five clusters up to
 1,000,000 replicas, each in its own process (see ``benchmarks/scale.py``). ``scenarios``: the planner on the cases of issue 3. ``strategies``: flow vs template on 6 to 48 brokers
-(see ``benchmarks/strategies.py``).
+(see ``benchmarks/strategies.py``). ``fleet``: the Spark pipeline on 200 clusters, 2M replicas and 10M metric rows
+(``benchmarks/fleet.py``).
 """
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def bench_scenarios() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks")
-    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "strategies", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "strategies", "fleet", "all"])
     from .scale import CASES
 
     ap.add_argument("--only", default=None, choices=sorted(CASES), help="with scale: run one case")
@@ -143,6 +144,10 @@ def main() -> None:
         from .strategies import bench_strategies
 
         bench_strategies()
+    if args.what in ("fleet", "all"):
+        from .fleet import bench_fleet
+
+        bench_fleet(out)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import List, Optional
 
 import orjson
 import typer
 from rich.table import Table
 
-from flowbalance.errors import InputError
+from flowbalance.errors import InputError, PlanningError
 
 from . import options as o
 from .render import console
@@ -26,6 +26,7 @@ def fleet(
     window_days: float = typer.Option(7.0, "--window-days", help="Days of history (back from each cluster's newest sample)."),
     sizes_from_metrics: str = typer.Option("none", "--sizes-from-metrics", help="Use weights as sizes: none, fill (where unknown) or replace."),
     plan_all: bool = typer.Option(False, "--all", help="Plan every cluster, also balanced ones without a request."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="Spark setting KEY=VALUE (repeatable), e.g. spark.driver.memory=8g."),
     json_out: bool = o.JsonOpt,
 ) -> None:
     """Ingest, measure and plan every cluster of a fleet on Spark; write per-cluster plans and fleet tables."""
@@ -33,8 +34,24 @@ def fleet(
         from flowbalance.pipeline.run import run_fleet
     except ImportError as err:
         raise InputError("fleet", "", f"needs the spark extra (pip install 'flowbalance[spark]'): {err}") from None
-    res = run_fleet(snapshot, out, master=master, input_format=input_format, metric=metric, quantile=quantile,
-                    window_days=window_days, sizes_from_metrics=sizes_from_metrics, plan_all=plan_all)
+    settings = {}
+    for item in conf or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError("--conf", "", "expected KEY=VALUE", item)
+        settings[key.strip()] = value.strip()
+    try:
+        res = run_fleet(snapshot, out, master=master, input_format=input_format, metric=metric, quantile=quantile,
+                        window_days=window_days, sizes_from_metrics=sizes_from_metrics, plan_all=plan_all,
+                        conf=settings)
+    except (InputError, PlanningError):
+        raise
+    except Exception as err:  # noqa: BLE001 - a failed Spark job: one line, not a JVM stack trace
+        if type(err).__module__.split(".")[0] not in ("pyspark", "py4j"):
+            raise
+        first = next((ln.strip() for ln in str(err).splitlines() if "Exception" in ln or "Error" in ln),
+                     str(err).splitlines()[0] if str(err) else type(err).__name__)
+        raise PlanningError(f"the Spark job failed: {first[:400]}") from None
     s = res.summary
     if json_out:
         data = {"master": res.master, "seconds": {k: round(v, 3) for k, v in res.seconds.items()},

@@ -48,7 +48,7 @@ def detect_input(snapshot: str) -> str:
 
 def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_format: str = "auto",
               metric: str = "bytes_in", quantile: float = 0.95, window_days: float = 7.0,
-              sizes_from_metrics: str = "none", plan_all: bool = False,
+              sizes_from_metrics: str = "none", plan_all: bool = False, conf: dict[str, str] | None = None,
               spark: SparkSession | None = None) -> FleetResult:
     if input_format not in INPUTS:
         raise InputError("--input", "", f"unknown input (choose from {', '.join(INPUTS)})", input_format)
@@ -64,7 +64,7 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     kind = detect_input(snapshot) if input_format == "auto" else input_format
     seconds: dict[str, float] = {}
     t = time.perf_counter()
-    spark = spark or start(master)
+    spark = spark or start(master, conf=conf)
     seconds["start"] = time.perf_counter() - t
 
     t = time.perf_counter()

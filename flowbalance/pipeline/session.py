@@ -8,6 +8,7 @@ import sys
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+DEFAULT_DRIVER_MEMORY = "4g"  # Spark's 1g is too little to collect the health of a 200-cluster fleet
 
 
 def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_partitions: int = 8,
@@ -25,7 +26,10 @@ def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_
         b = b.master(master)
     elif "PYSPARK_GATEWAY_PORT" not in os.environ and "spark.master" not in (conf or {}):
         b = b.master(DEFAULT_MASTER)  # under spark-submit (gateway already up) its --master applies
-    for k, v in (conf or {}).items():
+    conf = dict(conf or {})
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit its --driver-memory applies
+        conf.setdefault("spark.driver.memory", DEFAULT_DRIVER_MEMORY)
+    for k, v in conf.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     if quiet:
