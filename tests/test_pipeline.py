@@ -217,3 +217,20 @@ def test_standalone_master_and_worker_give_the_same_outputs(local_run, tmp_path)
         for f in logs:
             f.close()
     assert master.poll() is not None and (worker is None or worker.poll() is not None)
+
+
+def test_spark_submit_runs_the_same_entry_point(local_run, tmp_path):
+    import pyspark
+
+    import flowbalance_cli.spark_entry as entry
+
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    out = tmp_path / "o"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    run = subprocess.run([str(submit), "--master", "local[1]", entry.__file__, str(FLEET), "-o", str(out), "--json"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout)["master"] == "local[1]"  # spark-submit's --master, not the default local[*]
+    _, local_out = local_run
+    for cluster in ("alpha", "beta", "delta"):
+        assert (out / cluster / "plan.json").read_bytes() == (local_out / cluster / "plan.json").read_bytes()
