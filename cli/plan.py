@@ -82,5 +82,6 @@ def plan_command(
         return
     con = console()
     render_report(build_report(p.before, p.after, proven_optimal=p.certificate.proven_optimal,
-                               lower_bound=p.certificate.lower_bound), con, summary=False)
+                               lower_bound=p.certificate.lower_bound, metrics=(p.metrics_before, p.metrics_after),
+                               changes=p.changes), con, summary=False)
     render_plan(data, con, verbose=verbose)

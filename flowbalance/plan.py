@@ -112,6 +112,7 @@ def plan(
     reps = before.replicas
     run: list[str] = []
     tres: TemplateResult | None = None
+    mc = cand = None  # the template candidate and its metrics
     if not skipped and strategy == "template":
         t = time.perf_counter()
         say("templates")
@@ -119,9 +120,9 @@ def plan(
         seconds["templates"] = time.perf_counter() - t
         run.append("templates")
         notes.append(_template_note(tres))
-        reps = tres.replicas
-        cand = before.with_replicas(reps)
-        if not _leaders_balanced(cand, movable, per_topic):
+        cand = before.with_replicas(tres.replicas)
+        reps = cand.replicas
+        if not _leaders_balanced(cand, per_topic):
             # racks of unequal size skip single tuples, broker weights and topics left out are not in the
             # templates: leaders can come out uneven, so reorder them (no data moves)
             t = time.perf_counter()
@@ -132,7 +133,8 @@ def plan(
             run += ["leaders", "followers"]
             notes.append("template strategy: leaders were uneven after the templates (racks of unequal size, "
                          "weights or topics left out); stages 2 and 3 reordered them")
-        if not (_must_change(before, target_rf) or _improves(mb, measure(cand), per_topic)):
+        mc = measure(cand)
+        if not (_must_change(before, target_rf) or _improves(mb, mc, per_topic)):
             skipped = True
             reps = before.replicas
             notes.append("template strategy: the templates would not lower any spread, so nothing is proposed")
@@ -176,7 +178,7 @@ def plan(
     verify_plan(before, after, target_rf, movable)
     seconds["verify"] = time.perf_counter() - t
     changes = compare(before, after)
-    ma = measure(after)
+    ma = mc if mc is not None and reps is cand.replicas else measure(after)
     if "followers" in run and not (after.rf >= 3).any() and (after.rf == 2).any():
         notes.append("RF 2: the first follower is the only other replica, so reordering cannot change failover; "
                      "only placement does")
@@ -192,7 +194,8 @@ def plan(
                 skipped=skipped, strategy=strategy)
 
 
-def _leaders_balanced(state: ClusterState, movable: np.ndarray, per_topic: bool) -> bool:
+def _leaders_balanced(state: ClusterState, per_topic: bool) -> bool:
+    """Leader counts within their intervals (and per topic when asked)."""
     b = state.brokers
     L = leader_counts(state)
     if not within(L, *intervals(state.num_partitions, b.weight, b.live), b.live):
@@ -346,12 +349,8 @@ def _meets_every_target(state: ClusterState, target_rf: np.ndarray, per_topic: b
             return False
     elif c[~live].any():
         return False
-    if "leaders" in stages:
-        L = leader_counts(state)
-        if not within(L, *intervals(state.num_partitions, b.weight, live), live):
-            return False
-        if per_topic and _topic_leaders_unbalanced(state):
-            return False
+    if "leaders" in stages and not _leaders_balanced(state, per_topic):
+        return False
     if "followers" in stages and not _pairs_ideal(state):
         return False
     return True

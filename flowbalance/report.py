@@ -114,15 +114,20 @@ def _all_warnings(before, mb, after, ma) -> list[dict]:
 
 
 def build_report(before: ClusterState, after: ClusterState | None = None, *, proven_optimal: bool | None = None,
-                 lower_bound: int | None = None) -> dict:
+                 lower_bound: int | None = None, metrics: tuple[StateMetrics, StateMetrics] | None = None,
+                 changes=None) -> dict:
     """The report of ``before`` alone, or of the plan ``before`` → ``after`` (same partitions, same brokers).
 
     ``proven_optimal`` comes from the planner's certificate when there is one; for a plan read from a file it is
     known only when the moves equal the lower bound (otherwise null). ``lower_bound`` too (the planner's may be
-    higher, for example balance within racks); otherwise max(M*, Σ per-topic M*)."""
+    higher, for example balance within racks); otherwise max(M*, Σ per-topic M*). ``metrics`` (before, after)
+    and ``changes`` are the planner's, when it already measured them (no second pass over a large cluster)."""
     target_rf = after.rf if after is not None else None
-    mb = measure(before, target_rf=target_rf)
-    ma = measure(after) if after is not None else None
+    if metrics is not None:
+        mb, ma = metrics
+    else:
+        mb = measure(before, target_rf=target_rf)
+        ma = measure(after) if after is not None else None
     b = before.brokers
     rep = {
         "cluster": {
@@ -148,7 +153,7 @@ def build_report(before: ClusterState, after: ClusterState | None = None, *, pro
         "warnings": _all_warnings(before, mb, after, ma),
     }
     if after is not None:
-        c = compare(before, after)
+        c = changes if changes is not None else compare(before, after)
         tstar = 0 if lower_bound is not None else topic_lower_bound(before, after.rf.astype(np.int64), np.ones(before.num_partitions, bool))
         lb = lower_bound if lower_bound is not None else max(mb.min_moves, tstar)
         rep["moves"] = {

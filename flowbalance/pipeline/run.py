@@ -55,6 +55,8 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     if sizes_from_metrics not in SIZES_FROM_METRICS:
         raise InputError("--sizes-from-metrics", "", f"choose from {', '.join(SIZES_FROM_METRICS)}",
                          sizes_from_metrics)
+    if metric not in ("bytes_in", "bytes_out"):
+        raise InputError("--metric", "", "choose from bytes_in, bytes_out", metric)
     if not 0.0 <= quantile <= 1.0:
         raise InputError("--quantile", "", "must be within 0 .. 1", quantile)
     if window_days <= 0:

@@ -8,7 +8,8 @@ import sys
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
-DEFAULT_DRIVER_MEMORY = "4g"  # Spark's 1g is too little to collect the health of a 200-cluster fleet
+DEFAULT_DRIVER_MEMORY = "4g"
+LOG_CONFIG = os.path.join(os.path.dirname(__file__), "log4j2.properties")  # Spark's 1g is too little to collect the health of a 200-cluster fleet
 
 
 def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_partitions: int = 8,
@@ -29,6 +30,8 @@ def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_
     conf = dict(conf or {})
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit its --driver-memory applies
         conf.setdefault("spark.driver.memory", DEFAULT_DRIVER_MEMORY)
+        if quiet:  # errors only, from the JVM's first line on (setLogLevel comes too late for start-up warnings)
+            conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}")
     for k, v in conf.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
