@@ -11,9 +11,10 @@ from .errors import InputError
 from .formats.brokerfile import read_broker_file
 from .formats.describe import read_describe
 from .formats.detect import ASSIGNMENT_FORMATS, detect_assignment_format
-from .formats.logdirs import LogDirs, read_logdirs, sizes_for
+from .formats.logdirs import LogDirs, sizes_for
 from .formats.raw import RawAssignment
 from .formats.reassignment import read_generate_output, read_reassignment_json
+from .formats.sizes import read_sizes
 from .model import PAD, Brokers, ClusterState
 
 
@@ -98,7 +99,7 @@ def load_texts(
     if sizes is not None:
         ssrc, stext = sizes
         inputs.append(ssrc)
-        ld = read_logdirs(stext, ssrc)
+        ld = read_sizes(stext, ssrc)  # kafka-log-dirs output or a topic,partition,bytes table (CSV or JSON)
         state = _with_sizes(state, ld, warnings)
     return Loaded(state=state, warnings=warnings, inputs=inputs)
 

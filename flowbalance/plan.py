@@ -20,12 +20,16 @@ from .stages.followers import balance_followers
 from .stages.leaders import balance_leaders
 from .stages.common import share_intervals
 from .stages.replicas import balance_replicas
+from .stages.disk import DiskResult, balance_disk
+from .stages.fewest_bytes import BytesResult, fewest_bytes
 from .targets import intervals, min_arrivals, within
 from .templates.place import TemplateResult, place_by_templates
-from .verify import verify_plan
+from .verify import PlanVerificationError, verify_plan
 
 STAGES = ("replicas", "leaders", "followers")
 STRATEGIES = ("flow", "template")
+OBJECTIVES = ("moves", "bytes")
+BALANCES = ("count", "count+bytes", "bytes")
 
 
 @dataclass
@@ -41,6 +45,34 @@ class Certificate:
     leader_lower_bound: int
     leader_changes: int
     notes: list[str] = field(default_factory=list)
+    disk: "DiskCertificate | None" = None
+    bytes_objective: "BytesCertificate | None" = None
+
+
+@dataclass
+class BytesCertificate:
+    """``--objective bytes``: the bytes the fewest-moves plan moves, and the proven least for those moves."""
+
+    bytes_moved: int
+    lower_bound: int
+    quantum: int  # bytes per cost unit of the size-cost flow (1 = exact)
+    exact: bool
+
+
+@dataclass
+class DiskCertificate:
+    """``--balance bytes|count+bytes`` (or capacity repair): disk use against the limits, and the bytes gap."""
+
+    balance: str
+    tolerance: float
+    max_over_mean_before: float
+    max_over_mean_after: float
+    within_tolerance: bool
+    limit_raised: int  # brokers whose limit is their largest partition (it alone is above the tolerance)
+    bytes_moved: int
+    bytes_lower_bound: int  # no plan with every broker at or under the final disk limits moves fewer bytes
+    method: str
+    exact: bool
 
 
 @dataclass
@@ -78,12 +110,20 @@ def plan(
     stages: Sequence[str] = STAGES,
     strategy: str = "flow",
     progress: Callable[[str], None] | None = None,
+    objective: str = "moves",
+    balance: str = "count",
+    disk_tolerance: float = 1.05,
 ) -> Plan:
     """Plan a reassignment of ``state`` (never mutated). See the module docstring for the steps.
 
     ``strategy="template"`` lays the selected topics on rotation-order templates matched to the partitions
     (placement and replica order together) instead of the three flow stages. ``progress`` is called with the
-    name of each step as it starts (the CLI shows it on a terminal)."""
+    name of each step as it starts (the CLI shows it on a terminal).
+
+    ``objective="bytes"``: among the fewest-move plans, the one moving the fewest bytes. ``balance`` adds disk
+    balance: ``count+bytes`` keeps stage 1's count balance, ``bytes`` balances disk only; either brings every
+    broker's disk under ``disk_tolerance`` × its share where achievable. Known disk capacities are hard limits
+    whenever sizes are known."""
     say = progress or (lambda _step: None)
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}
@@ -96,10 +136,14 @@ def plan(
     if strategy == "template" and stages != STAGES:
         raise InputError("--stages", "", "the template strategy places and orders replicas together; "
                          "--stages applies to the flow strategy", ",".join(stages))
+    _check_bytes_request(state, strategy, objective, balance, disk_tolerance)
     before = _apply_broker_changes(state, remove=list(remove), add=list(add), replace=dict(replace or {}))
     movable = _movable(before, topics, exclude_topics)
     target_rf = _target_rf(before, replication_factor, movable)
     _check_feasible(before, target_rf, movable)
+    _check_capacity(before, target_rf)
+    disk_on = balance != "count"
+    cap_known = before.has_sizes and bool((before.brokers.capacity[before.brokers.live] >= 0).any())
     original_leader = before.replicas[:, 0].copy()
     prefer = dict(replace or {})
 
@@ -108,7 +152,9 @@ def plan(
     tstar = topic_lower_bound(before, target_rf, movable) if per_topic else None
     notes: list[str] = []
     stage1 = None
-    skipped = _meets_every_target(before, target_rf, per_topic, stages)
+    skipped = _meets_every_target(before, target_rf, per_topic, stages, balance, disk_tolerance)
+    disk_res: DiskResult | None = None
+    bytes_res: BytesResult | None = None
     reps = before.replicas
     run: list[str] = []
     tres: TemplateResult | None = None
@@ -140,10 +186,20 @@ def plan(
             notes.append("template strategy: the templates would not lower any spread, so nothing is proposed")
     elif not skipped:
         cur = before
-        if "replicas" in stages:
+        if "replicas" in stages and balance == "bytes":
+            # disk balance only: stage 1 moves what must move (removals, RF, racks), the disk stage places
+            if _must_change(cur, target_rf):
+                t = time.perf_counter()
+                say("stage 1: replicas")
+                res = balance_replicas(cur, target_rf, movable, per_topic=False, prefer=prefer, count_targets=False)
+                cur = cur.with_replicas(res.replicas)
+                notes.append("stage 1 (--balance bytes): only what must move, no count targets")
+                seconds["replicas"] = time.perf_counter() - t
+                run.append("replicas")
+        elif "replicas" in stages:
             t = time.perf_counter()
             say("stage 1: replicas")
-            if direct_applies(cur, target_rf, movable, per_topic):
+            if objective == "moves" and direct_applies(cur, target_rf, movable, per_topic):
                 new, value = balance_direct(cur)
                 notes.append(f"pure rebalance: direct network solved by max flow (flow value {value})")
             else:
@@ -155,8 +211,27 @@ def plan(
             cur = cur.with_replicas(new)
             seconds["replicas"] = time.perf_counter() - t
             run.append("replicas")
+            if objective == "bytes":
+                t = time.perf_counter()
+                say("stage 1: fewest bytes")
+                bytes_res = fewest_bytes(before, cur, target_rf, movable, per_topic=per_topic, prefer=prefer)
+                cur = cur.with_replicas(bytes_res.replicas)
+                notes.append(bytes_res.note)
+                seconds["bytes"] = time.perf_counter() - t
         elif not np.array_equal(target_rf, before.rf) or _rows_on_removed(before).any():
             raise PlanningError("RF changes and broker removals need the replicas stage (--stages replicas,...)")
+        if "replicas" in stages and (disk_on or (cap_known and _above_capacity(cur))):
+            t = time.perf_counter()
+            say("disk balance")
+            disk_res = balance_disk(before, cur, target_rf, movable, tolerance=disk_tolerance if disk_on else 1e9,
+                                    counts=balance != "bytes", per_topic=per_topic)
+            if disk_res.score.capacity_excess > 0:
+                raise PlanningError(_capacity_message(before, cur.with_replicas(disk_res.replicas)))
+            cur = cur.with_replicas(disk_res.replicas)
+            notes.append(f"disk balance: {disk_res.method}" if disk_on else
+                         f"capacity repair: stage 1 put a broker above its disk capacity; {disk_res.method}")
+            seconds["disk"] = time.perf_counter() - t
+            run.append("disk")
         if "leaders" in stages:
             t = time.perf_counter()
             say("stage 2: leaders")
@@ -176,6 +251,8 @@ def plan(
     t = time.perf_counter()
     say("verifying")
     verify_plan(before, after, target_rf, movable)
+    if cap_known and _above_capacity(after) and not skipped:
+        raise PlanVerificationError("a planned broker is above its disk capacity")
     seconds["verify"] = time.perf_counter() - t
     changes = compare(before, after)
     ma = mc if mc is not None and reps is cand.replicas else measure(after)
@@ -188,6 +265,16 @@ def plan(
     else:
         cert = _certificate(before, after, target_rf, per_topic, changes, mb, tstar, original_leader, notes,
                             stages, stage1)
+    if bytes_res is not None and bytes_res.applied:
+        cert.bytes_objective = BytesCertificate(bytes_moved=int(changes.bytes_moved or 0),
+                                                lower_bound=bytes_res.bytes_lower_bound, quantum=bytes_res.quantum,
+                                                exact=bytes_res.quantum == 1)
+    if disk_res is not None or (disk_on and skipped):
+        cert.disk = _disk_certificate(before, after, balance, disk_tolerance, disk_res, changes)
+        if disk_res is not None and changes.moves > cert.lower_bound and cert.proven_optimal:
+            cert.proven_optimal = False
+            cert.reason = (f"disk balance moved {changes.moves - cert.lower_bound} replicas beyond the fewest "
+                           f"({cert.lower_bound}); see the disk gap")
     seconds["total"] = time.perf_counter() - t0
     return Plan(before=before, after=after, target_rf=target_rf, movable=movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(run), seconds=seconds,
@@ -331,16 +418,110 @@ def _check_feasible(state: ClusterState, target_rf: np.ndarray, movable: np.ndar
             f"is above the number of live brokers ({n_live})")
 
 
+# ---- bytes ---------------------------------------------------------------------------------------
+
+def _check_bytes_request(state: ClusterState, strategy: str, objective: str, balance: str, tolerance: float) -> None:
+    if objective not in OBJECTIVES:
+        raise InputError("--objective", "", f"unknown objective (choose from {', '.join(OBJECTIVES)})", objective)
+    if balance not in BALANCES:
+        raise InputError("--balance", "", f"unknown balance (choose from {', '.join(BALANCES)})", balance)
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not (1.0 <= float(tolerance) <= 10.0):
+        raise InputError("--disk-tolerance", "", "must be a number from 1.0 to 10.0 (max/mean disk use)", tolerance)
+    if (objective == "bytes" or balance != "count") and not state.has_sizes:
+        flag, value = ("--objective", objective) if objective == "bytes" else ("--balance", balance)
+        raise InputError(flag, "", "needs partition sizes (--sizes: kafka-log-dirs output or a topic,partition,bytes "
+                         "table)", value)
+    if strategy == "template" and (objective == "bytes" or balance != "count"):
+        flag, value = ("--objective", objective) if objective == "bytes" else ("--balance", balance)
+        raise InputError(flag, "", "applies to the flow strategy (templates place by counts)", value)
+
+
+def _disk_use(state: ClusterState) -> np.ndarray:
+    from .metrics import byte_counts
+    d = byte_counts(state)
+    return np.zeros(len(state.brokers), dtype=np.int64) if d is None else d
+
+
+def _above_capacity(state: ClusterState) -> bool:
+    cap = state.brokers.capacity
+    d = _disk_use(state)
+    return bool(((cap >= 0) & (d > cap) & state.brokers.live).any())
+
+
+def _disk_within(state: ClusterState, tolerance: float) -> bool:
+    b = state.brokers
+    d = _disk_use(state)
+    live = b.live
+    share = d.sum() * b.weight[live] / b.weight[live].sum()
+    return bool(not d[~live].any() and (d[live] <= np.floor(tolerance * share + 1e-6)).all())
+
+
+def _check_capacity(state: ClusterState, target_rf: np.ndarray) -> None:
+    """When every live broker has a capacity, the bytes to place must fit in their sum."""
+    b = state.brokers
+    cap = b.capacity[b.live]
+    if not state.has_sizes or not len(cap) or (cap < 0).any():
+        return
+    need = int((np.maximum(state.size, 0) * target_rf).sum())
+    if need > int(cap.sum()):
+        from .summary import format_bytes
+        raise PlanningError(f"disk capacity cannot be met: the partitions need {format_bytes(need)} "
+                            f"({need} bytes) and the live brokers' capacities add up to {format_bytes(int(cap.sum()))}")
+
+
+def _capacity_message(before: ClusterState, after: ClusterState) -> str:
+    from .summary import format_bytes
+    b = after.brokers
+    d = _disk_use(after)
+    over = np.flatnonzero((b.capacity >= 0) & (d > b.capacity) & b.live)
+    i = int(over[np.argmax(d[over] - b.capacity[over])])
+    return (f"disk capacity cannot be met: broker {int(b.ids[i])} would still hold {format_bytes(int(d[i]))} "
+            f"against its capacity {format_bytes(int(b.capacity[i]))} ({len(over)} broker"
+            f"{'s' if len(over) != 1 else ''} above capacity after disk balancing); add brokers or capacity, or "
+            "relax the request")
+
+
+def _max_over_mean(state: ClusterState) -> float:
+    b = state.brokers
+    live = b.live
+    d = _disk_use(state)[live].astype(np.float64)
+    share = d.sum() * b.weight[live] / b.weight[live].sum()
+    return round(float((d / np.maximum(share, 1)).max()), 4) if len(d) else 0.0
+
+
+def _disk_certificate(before, after, balance, tolerance, res: DiskResult | None, changes) -> DiskCertificate:
+    b = before.brokers
+    share = _disk_use(after)[b.live].sum() * b.weight[b.live] / b.weight[b.live].sum()
+    tol_limit = np.floor(tolerance * share + 1e-6).astype(np.int64)
+    raised = int((res.limit[b.live] > tol_limit).sum()) if res is not None else 0
+    return DiskCertificate(
+        balance=balance, tolerance=float(tolerance), max_over_mean_before=_max_over_mean(before),
+        max_over_mean_after=_max_over_mean(after), within_tolerance=_disk_within(after, tolerance),
+        limit_raised=raised, bytes_moved=int(changes.bytes_moved or 0),
+        bytes_lower_bound=res.bytes_lower_bound if res is not None else 0,
+        method=res.method if res is not None else "nothing to do", exact=bool(res is not None and res.exact))
+
+
 # ---- pre-check -----------------------------------------------------------------------------------
 
-def _meets_every_target(state: ClusterState, target_rf: np.ndarray, per_topic: bool, stages: Sequence[str]) -> bool:
-    """True when nothing can improve: counts, racks, removals, RF, leaders and pairs all at their targets."""
+def _meets_every_target(state: ClusterState, target_rf: np.ndarray, per_topic: bool, stages: Sequence[str],
+                        balance: str = "count", tolerance: float = 1.05) -> bool:
+    """True when nothing can improve: counts, racks, removals, RF, leaders and pairs all at their targets (and,
+    with disk balance, every broker's disk within the tolerance; with known capacities, none above it)."""
     b = state.brokers
     live = b.live
     if not np.array_equal(target_rf, state.rf):
         return False
+    if state.has_sizes and "replicas" in stages:
+        if _above_capacity(state):
+            return False
+        if balance != "count" and not _disk_within(state, tolerance):
+            return False
     c = replica_counts(state)
-    if "replicas" in stages:
+    if "replicas" in stages and balance == "bytes":
+        if len(rack_violations(state)) or c[~live].any():
+            return False
+    elif "replicas" in stages:
         if not within(c, *intervals(int(c.sum()), b.weight, live), live):
             return False
         if len(rack_violations(state)):

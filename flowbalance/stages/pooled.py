@@ -58,8 +58,16 @@ def balance_pooled(
     prefer: dict[int, int] | None = None,
     lower_bound: int | None = None,
     allow_prune: bool = True,
+    move_cost: np.ndarray | None = None,
+    achieved: ClusterState | None = None,
+    count_targets: bool = True,
 ) -> PooledResult:
-    """Solve the pooled network, then realize its pooled units as concrete arrivals."""
+    """Solve the pooled network, then realize its pooled units as concrete arrivals.
+
+    ``move_cost`` (int64 per movable partition) replaces the unit cost of a move (the bytes objective); then
+    ``achieved`` (an earlier plan) widens every interval to that plan's counts and the intervals are hard, so the
+    earlier plan stays feasible and no penalty is needed. ``count_targets=False`` drops the broker intervals
+    (``--balance bytes``: only what must move moves; the disk stage places by bytes)."""
     si = StageInput.of(state, movable)
     b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
     live = b.live
@@ -69,6 +77,8 @@ def balance_pooled(
     fixed_c = np.bincount(fidx[fidx >= 0], minlength=N).astype(np.int64)
     total = int(trf.sum())
     lo, hi = intervals(total, b.weight, live)
+    if not count_targets:
+        lo, hi = np.zeros_like(lo), np.where(live, total, 0)
 
     use_racks = racks and b.has_racks
     rack_live = b.rack[live_idx] if use_racks else np.zeros(NL, dtype=np.int64)
@@ -95,7 +105,7 @@ def balance_pooled(
         tlo, thi = share_intervals(rt, b.weight[live_idx])
         c_tb = np.bincount(tpos[kr] * NL + kb, minlength=Tm * NL)
     forced_racks = rack_forced_intervals(b, live_idx, rack_of_live, K, kp, fixed_c,
-                                         tcount if (per_topic and Pm) else None) if use_racks else None
+                                         tcount if (per_topic and Pm) else None) if (use_racks and count_targets) else None
     if forced_racks is not None:
         lo, hi = forced_racks[0], forced_racks[1]
         if per_topic and Pm:
@@ -107,6 +117,19 @@ def balance_pooled(
             clip = np.clip(c_tb, tlo, thi)
             short = tcount * K - np.bincount(np.repeat(np.arange(Tm), NL), weights=clip, minlength=Tm)
             lower_bound = max(lower_bound, int(np.maximum(clip - c_tb, 0).sum() + np.maximum(short, 0).sum()))
+
+    if achieved is not None:
+        # hard intervals widened to an earlier plan's counts: that plan is feasible, and any plan found is at
+        # least as balanced at every broker and (topic, broker)
+        aidx = achieved.replica_index
+        c_new = np.bincount(aidx[aidx >= 0], minlength=N).astype(np.int64)
+        lo, hi = np.minimum(lo, c_new), np.maximum(hi, c_new)
+        if per_topic and Pm:
+            asub = aidx[mov]
+            ar, ac = np.nonzero(asub >= 0)
+            ab = lpos[asub[ar, ac]]
+            c_after = np.bincount(tpos[ar] * NL + ab, minlength=Tm * NL)
+            tlo, thi = np.minimum(tlo, c_after), np.maximum(thi, c_after)
 
     def build(hard: bool, prune: bool):
         """The pooled network. With ``prune``, pools only feed (topic, broker) pairs below their ceiling (a
@@ -160,7 +183,7 @@ def balance_pooled(
         else:
             src, move_cap = pnode.reshape(Pm, 1), kp
         keep = net.add(src[kr, rack_of_live[kb]], kheads, 1, 0)
-        move = net.add(src[mp, mr], hub[tpos[mp] * K + mr], move_cap, 1)
+        move = net.add(src[mp, mr], hub[tpos[mp] * K + mr], move_cap, 1 if move_cost is None else move_cost[mp])
         pool = net.add(hub[pt * K + rack_of_live[pb]], pheads, tcount[pt], 0)
         forced = np.zeros(len(pool), dtype=np.int64)
         if direct_lo is not None and len(direct):
@@ -181,6 +204,8 @@ def balance_pooled(
     # 3. when the intervals cannot all be met at once: soft intervals with priority penalties (closest balance).
     attempts = [(True, True), (True, False), (False, False)] if (lower_bound is not None and allow_prune) \
         else [(True, False), (False, False)]
+    if move_cost is not None:
+        attempts = [(True, False)]
     for hard, prune in attempts:
         net, keep, move, pool, forced, pt, pb = build(hard, prune)
         res = try_min_cost(net)
@@ -212,7 +237,8 @@ def balance_pooled(
     if got is None and prune:
         # another optimum of the unpruned relaxation may be realizable
         return balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
-                              lower_bound=lower_bound, allow_prune=False)
+                              lower_bound=lower_bound, allow_prune=False, move_cost=move_cost, achieved=achieved,
+                              count_targets=count_targets)
     if got is None:
         return PooledResult(replicas=None, moves=moves, pruned=prune, rack_forced=forced_racks is not None, bound=lower_bound, arcs=net.num_arcs, nodes=net.num_nodes,
                             realize_rounds=rounds)

@@ -49,10 +49,12 @@ def balance_replicas(
     racks: bool = True,
     prefer: dict[int, int] | None = None,
     lower_bound: int | None = None,
+    count_targets: bool = True,
 ) -> ReplicaResult:
-    """Stage 1: the pooled network, realized exactly; the full keep network when the realization fails."""
+    """Stage 1: the pooled network, realized exactly; the full keep network when the realization fails.
+    ``count_targets=False``: no broker intervals, only what must move moves (``--balance bytes``)."""
     pooled = balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
-                            lower_bound=lower_bound)
+                            lower_bound=lower_bound, count_targets=count_targets)
     if pooled.replicas is not None:
         return ReplicaResult(replicas=pooled.replicas, arcs=pooled.arcs, nodes=pooled.nodes, network="pooled",
                              flow_bound=pooled.moves, pruned=pooled.pruned, rack_forced=pooled.rack_forced,
@@ -62,7 +64,8 @@ def balance_replicas(
         raise PlanningError(
             f"the pooled optimum ({pooled.moves} moves) could not be realized and the full network would need "
             f"{int(movable.sum()) * live:,} arcs; plan fewer topics at a time (--topics) and report this case")
-    res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer)
+    res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
+                       count_targets=count_targets)
     res.flow_bound = pooled.moves
     return res
 
@@ -75,8 +78,14 @@ def balance_keep(
     per_topic: bool = True,
     racks: bool = True,
     prefer: dict[int, int] | None = None,
+    move_cost: np.ndarray | None = None,
+    achieved: ClusterState | None = None,
+    count_targets: bool = True,
 ) -> ReplicaResult:
-    """Choose each movable partition's replica set; fixed partitions keep theirs but count toward totals."""
+    """Choose each movable partition's replica set; fixed partitions keep theirs but count toward totals.
+
+    With ``move_cost`` (per movable partition) and ``achieved`` (an earlier plan), the intervals are hard and
+    widened to that plan's counts, and a move of partition p costs ``move_cost[p]`` (see ``balance_pooled``)."""
     si = StageInput.of(state, movable)
     b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
     live = b.live
@@ -88,6 +97,8 @@ def balance_keep(
 
     total = int(trf.sum())
     lo, hi = intervals(total, b.weight, live)
+    if not count_targets:
+        lo, hi = np.zeros_like(lo), np.where(live, total, 0)
 
     use_racks = racks and b.has_racks
     rack_live = b.rack[live_idx] if use_racks else np.zeros(NL, dtype=np.int64)
@@ -115,12 +126,20 @@ def balance_keep(
     # pair hint: among equal-move plans, prefer arrivals on brokers that are rarely the partner of the partition's
     # leader (a small tie-break below one move), so placement helps stage 3 where replicas must move anyway
     hint_max = 3
+    sized = move_cost
     move_cost = (n_pref + 1) * (hint_max * total + 1)
-    use_hint = move_cost * (total + 1) * 64 * (net.num_nodes + Pm * NL + 1) < COST_BOUND
+    use_hint = move_cost * (total + 1) * 64 * (net.num_nodes + Pm * NL + 1) < COST_BOUND and sized is None
     if not use_hint:
         move_cost = n_pref + 1
-    pen = penalties(move_cost, total, net.num_nodes + Pm * NL, 3)
-    pen_topic, pen_rack, pen_broker = pen[0], pen[1], pen[2]
+    if sized is None:
+        pen = penalties(move_cost, total, net.num_nodes + Pm * NL, 3)
+        pen_topic, pen_rack, pen_broker = pen[0], pen[1], pen[2]
+    else:
+        pen_topic = pen_rack = pen_broker = None
+        prefer = {}
+        aidx = achieved.replica_index
+        c_new = np.bincount(aidx[aidx >= 0], minlength=N).astype(np.int64)
+        lo, hi = np.minimum(lo, c_new), np.maximum(hi, c_new)
 
     # partition -> (partition, rack) arcs
     if use_racks:
@@ -136,7 +155,7 @@ def balance_keep(
     pp = np.repeat(np.arange(Pm), NL)
     bb = np.tile(np.arange(NL), Pm)
     keep = member.ravel()
-    cost = np.where(keep, 0, move_cost).astype(np.int64)
+    cost = np.where(keep, 0, move_cost if sized is None else np.repeat(sized, NL)).astype(np.int64)
     if use_hint and NL > 1:
         pairs = pair_counts(state.replica_index, lpos, NL)  # [NL, NL]: leader live position -> partner live position
         lead = lpos[np.maximum(idx[mov, 0], 0)]
@@ -164,6 +183,11 @@ def balance_keep(
     if per_topic and Tm:
         rt = np.bincount(tpos_of, weights=trf[mov], minlength=Tm).astype(np.int64)
         tlo, thi = share_intervals(rt, b.weight[live_idx])
+        if sized is not None:
+            asub = achieved.replica_index[mov]
+            ar, ac = np.nonzero(asub >= 0)
+            c_after = np.bincount(tpos_of[ar] * NL + lpos[asub[ar, ac]], minlength=Tm * NL)
+            tlo, thi = np.minimum(tlo, c_after), np.maximum(thi, c_after)
         tcount = np.bincount(tpos_of, minlength=Tm).astype(np.int64)
         convex_arcs(net, tnode, np.tile(bnode, Tm), tlo, thi, np.repeat(tcount, NL), pen_topic)
 
@@ -171,7 +195,7 @@ def balance_keep(
     convex_arcs(net, bnode, sink, lo[live_idx] - fixed_c[live_idx], hi[live_idx] - fixed_c[live_idx],
                 np.full(NL, Pm, dtype=np.int64), pen_broker)
 
-    flows, _ = solve_min_cost(net)
+    flows, _ = solve_min_cost(net)  # FlowError when hard widened intervals meet an unmet rack rule
     chosen = flows[cand] > 0
     new_sets = chosen.reshape(Pm, NL) if Pm else np.zeros((0, NL), dtype=bool)
     replicas = _rebuild(state, mov, new_sets, member, b.ids[live_idx])
