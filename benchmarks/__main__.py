@@ -1,11 +1,12 @@
 """Run the benchmarks and print a table: wall time and peak memory per step, moves vs M*.
 
-    python -m benchmarks [load|scale|scenarios|strategies|fleet|all] [--out DIR] [--only CASE]
+    python -m benchmarks [load|scale|scenarios|strategies|bytes|fleet|all] [--out DIR] [--only CASE] [--quick]
 
 ``load``: generate a 1,000,000-replica cluster (1,000 brokers, RF 3) with ``flowbalance generate``, then time
 reading it (stdlib json vs orjson) and computing every metric. ``scale``: the planner on five clusters up to
 1,000,000 replicas, each in its own process (see ``benchmarks/scale.py``). ``scenarios``: the planner on the cases of issue 3. ``strategies``: flow vs template on 6 to 48 brokers
-(see ``benchmarks/strategies.py``). ``fleet``: the Spark pipeline on 200 clusters, 2M replicas and 10M metric rows
+(see ``benchmarks/strategies.py``). ``bytes``: the five bytes / disk-balance modes on clusters with heavy-tailed
+partition sizes (``benchmarks/bytes.py``; ``--quick`` runs only the smallest cluster). ``fleet``: the Spark pipeline on 200 clusters, 2M replicas and 10M metric rows
 (``benchmarks/fleet.py``).
 """
 from __future__ import annotations
@@ -123,10 +124,12 @@ def bench_scenarios() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks")
-    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "strategies", "fleet", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "strategies", "bytes", "fleet", "all"])
     from .scale import CASES
 
     ap.add_argument("--only", default=None, choices=sorted(CASES), help="with scale: run one case")
+    ap.add_argument("--quick", action="store_true", default=bool(os.environ.get("FLOWBALANCE_BENCH_QUICK")),
+                    help="with bytes: only the smallest cluster (a smoke test; or FLOWBALANCE_BENCH_QUICK=1)")
     ap.add_argument("--out", default=os.environ.get("FLOWBALANCE_BENCH_DIR", str(Path(tempfile.gettempdir()) / "flowbalance-bench")))
     args = ap.parse_args()
     out = Path(args.out)
@@ -144,6 +147,10 @@ def main() -> None:
         from .strategies import bench_strategies
 
         bench_strategies()
+    if args.what in ("bytes", "all"):
+        from .bytes import bench_bytes
+
+        bench_bytes(args.quick)
     if args.what in ("fleet", "all"):
         from .fleet import bench_fleet
 

@@ -29,5 +29,13 @@ StrategyOpt = typer.Option("flow", "--strategy",
                            help="flow: fewest moves by flow networks (default); template: rotation-order templates "
                                 "matched to the partitions (even failover, more moves).")
 
+ObjectiveOpt = typer.Option("moves", "--objective",
+                            help="moves: fewest replica moves (default); bytes: among those, the fewest bytes (needs --sizes).")
+BalanceOpt = typer.Option("count", "--balance",
+                          help="count: replica counts (default); count+bytes: also disk use within --disk-tolerance; "
+                               "bytes: disk use only (needs --sizes).")
+DiskToleranceOpt = typer.Option(1.05, "--disk-tolerance",
+                                help="Largest disk use / weighted mean per broker with --balance (where achievable).")
+
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (files are still written).")
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the time of each step and the solver notes.")

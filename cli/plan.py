@@ -41,6 +41,9 @@ def plan_command(
     exclude_topics: Optional[str] = o.ExcludeOpt,
     no_per_topic: bool = o.NoPerTopicOpt,
     strategy: str = o.StrategyOpt,
+    objective: str = o.ObjectiveOpt,
+    balance: str = o.BalanceOpt,
+    disk_tolerance: float = o.DiskToleranceOpt,
     stages: str = typer.Option(",".join(STAGES), "--stages", help="Flow stages to run, in order: replicas,leaders,followers."),
     rollback: o.PathOpt = typer.Option(None, "--rollback", help="Write the current assignment of changed partitions here."),
     election: o.PathOpt = typer.Option(None, "--election", help="Write partitions whose leader changes (kafka-leader-election)."),
@@ -62,7 +65,8 @@ def plan_command(
     with Steps(total=7, enabled=not quiet) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
-        p = plan(loaded.state, stages=stage_list, strategy=strategy, progress=steps.step, **req)
+        p = plan(loaded.state, stages=stage_list, strategy=strategy, progress=steps.step, objective=objective,
+                 balance=balance, disk_tolerance=disk_tolerance, **req)
         steps.step("writing files")
         rows = None if all_partitions else p.changes.changed_rows
         files = {str(out): reassignment_json(p.after, rows)}

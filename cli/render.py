@@ -105,6 +105,26 @@ def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
     con.print(f"[bold]Replica moves[/bold]: {d['moves']}  (lower bound {d['lower_bound']}, M* {d['min_moves']}) — {proof}: {d['optimality']}")
     if d["bytes_to_move"] is not None:
         con.print(f"Bytes to move: {_bytes(d['bytes_to_move'])}")
+    bo = d.get("bytes_objective")
+    if bo:
+        how = "exact" if bo["exact"] else f"within {_bytes(bo['quantum_bytes'] * bo['moves'])} (size quantum {bo['quantum_bytes']} B)"
+        then = "; the disk stage then changes it" if d.get("disk") else ""
+        con.print(f"Objective bytes: stage 1's {bo['moves']} moves copy {_bytes(bo['bytes_moved'])}, the least of any "
+                  f"plan with that many moves and balance (lower bound {_bytes(bo['lower_bound'])}, {how}){then}")
+    dk = d.get("disk")
+    if dk:
+        mm = dk["max_over_mean"]
+        ok = "[green]within[/green]" if dk["within_tolerance"] else "[yellow]not within[/yellow]"
+        gap = "" if dk["gap"] is None else f", gap {dk['gap'] * 100:.1f} %"
+        con.print(f"Disk ({dk['balance']}): max/mean {mm[0]:.3f} → {mm[1]:.3f}, {ok} tolerance {dk['tolerance']:.3f}; "
+                  f"bytes {_bytes(dk['bytes_moved'])} against a lower bound of {_bytes(dk['bytes_lower_bound'])}{gap} "
+                  f"({dk['method']})")
+        if dk["limit_raised_brokers"]:
+            con.print(f"[dim]note:[/dim] {dk['limit_raised_brokers']} broker(s) hold a partition larger than the "
+                      "tolerance allows; their limit is that partition")
+    elif d.get("disk_max_over_mean"):
+        mm = d["disk_max_over_mean"]
+        con.print(f"Disk max/mean: {mm[0]:.3f} → {mm[1]:.3f} (replica counts balanced; --balance count+bytes balances disk too)")
     con.print(f"Changed partitions: {d['changed_partitions']} ({d['reorder_only_partitions']} reorder only, "
               f"{d['rf_changed_partitions']} RF changes); leader changes: {d['leader_changes']} (lower bound {d['leader_lower_bound']})")
     t = Table(title="Before → after", title_justify="left")

@@ -224,6 +224,16 @@ class StateMetrics:
     num_partitions: int
     num_replicas: int
     extra: dict = field(default_factory=dict)
+    bytes_max_over_mean: float | None = None  # max over live brokers of disk use / its weighted share
+
+
+def disk_max_over_mean(by: np.ndarray | None, weight: np.ndarray, live: np.ndarray) -> float | None:
+    """The disk balance figure ``--disk-tolerance`` bounds: max of bytes / weighted share over live brokers."""
+    if by is None or not live.any():
+        return None
+    d = by[live].astype(np.float64)
+    share = d.sum() * weight[live] / weight[live].sum()
+    return round(float((d / np.maximum(share, 1.0)).max()), 4)
 
 
 def measure(state: ClusterState, *, target_rf: np.ndarray | None = None) -> StateMetrics:
@@ -257,6 +267,7 @@ def measure(state: ClusterState, *, target_rf: np.ndarray | None = None) -> Stat
         min_moves=min_arrivals(c, total_after, lo, hi, live),
         num_partitions=state.num_partitions,
         num_replicas=state.num_replicas,
+        bytes_max_over_mean=disk_max_over_mean(by, b.weight, live),
     )
 
 

@@ -53,7 +53,8 @@ class Certificate:
 class BytesCertificate:
     """``--objective bytes``: the bytes the fewest-moves plan moves, and the proven least for those moves."""
 
-    bytes_moved: int
+    moves: int  # stage 1's fewest moves
+    bytes_moved: int  # the bytes those moves copy (before any disk stage)
     lower_bound: int
     quantum: int  # bytes per cost unit of the size-cost flow (1 = exact)
     exact: bool
@@ -266,12 +267,16 @@ def plan(
         cert = _certificate(before, after, target_rf, per_topic, changes, mb, tstar, original_leader, notes,
                             stages, stage1)
     if bytes_res is not None and bytes_res.applied:
-        cert.bytes_objective = BytesCertificate(bytes_moved=int(changes.bytes_moved or 0),
+        cert.bytes_objective = BytesCertificate(moves=bytes_res.moves, bytes_moved=bytes_res.bytes_moved,
                                                 lower_bound=bytes_res.bytes_lower_bound, quantum=bytes_res.quantum,
                                                 exact=bytes_res.quantum == 1)
     if disk_res is not None or (disk_on and skipped):
         cert.disk = _disk_certificate(before, after, balance, disk_tolerance, disk_res, changes)
-        if disk_res is not None and changes.moves > cert.lower_bound and cert.proven_optimal:
+        if balance == "bytes":
+            cert.proven_optimal = False
+            cert.reason = ("--balance bytes: disk use is the target, not replica counts; the disk line gives the "
+                           "bytes against their lower bound")
+        elif disk_res is not None and changes.moves > cert.lower_bound and cert.proven_optimal:
             cert.proven_optimal = False
             cert.reason = (f"disk balance moved {changes.moves - cert.lower_bound} replicas beyond the fewest "
                            f"({cert.lower_bound}); see the disk gap")
@@ -482,11 +487,8 @@ def _capacity_message(before: ClusterState, after: ClusterState) -> str:
 
 
 def _max_over_mean(state: ClusterState) -> float:
-    b = state.brokers
-    live = b.live
-    d = _disk_use(state)[live].astype(np.float64)
-    share = d.sum() * b.weight[live] / b.weight[live].sum()
-    return round(float((d / np.maximum(share, 1)).max()), 4) if len(d) else 0.0
+    from .metrics import disk_max_over_mean
+    return disk_max_over_mean(_disk_use(state), state.brokers.weight, state.brokers.live) or 0.0
 
 
 def _disk_certificate(before, after, balance, tolerance, res: DiskResult | None, changes) -> DiskCertificate:

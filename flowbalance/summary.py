@@ -177,9 +177,35 @@ def plan_summary(p) -> dict:
         "failover_worst_spread": [_num(fb[1]), _num(fa[1])],
         "failover_worst_broker": [fb[0], fa[0]],
         "rack_violations": [int(len(mb.rack_violations)), int(len(ma.rack_violations))],
+        "disk_max_over_mean": ([_num(mb.bytes_max_over_mean), _num(ma.bytes_max_over_mean)]
+                               if mb.bytes is not None else None),
+        "bytes_objective": None if cert.bytes_objective is None else {
+            "moves": cert.bytes_objective.moves,
+            "bytes_moved": cert.bytes_objective.bytes_moved,
+            "lower_bound": cert.bytes_objective.lower_bound,
+            "quantum_bytes": cert.bytes_objective.quantum,
+            "exact": cert.bytes_objective.exact,
+        },
+        "disk": None if cert.disk is None else {
+            "balance": cert.disk.balance,
+            "tolerance": cert.disk.tolerance,
+            "max_over_mean": [cert.disk.max_over_mean_before, cert.disk.max_over_mean_after],
+            "within_tolerance": cert.disk.within_tolerance,
+            "limit_raised_brokers": cert.disk.limit_raised,
+            "bytes_moved": cert.disk.bytes_moved,
+            "bytes_lower_bound": cert.disk.bytes_lower_bound,
+            "gap": _gap(cert.disk.bytes_moved, cert.disk.bytes_lower_bound),
+            "method": cert.disk.method,
+            "exact": cert.disk.exact,
+        },
         "notes": list(cert.notes),
         "seconds": {k: round(v, 3) for k, v in p.seconds.items()},
     }
+
+
+def _gap(value: int, bound: int) -> float | None:
+    """(value - bound) / bound, rounded; None when the bound is 0."""
+    return round((value - bound) / bound, 4) if bound > 0 else None
 
 
 def compare_summary(plans: dict) -> dict:

@@ -27,6 +27,14 @@ def valid_sets(live: list[int], k: int, rack: dict[int, str] | None) -> list[fro
 def min_moves(live: list[int], parts: list[tuple[str, list[int]]], target_rf: list[int],
               rack: dict[int, str] | None, per_topic: bool) -> int | None:
     """Fewest arrivals over every assignment meeting the hard rules and every balance interval (None if none)."""
+    best = min_moves_then_bytes(live, parts, target_rf, rack, per_topic, [0] * len(parts))
+    return None if best is None else best[0]
+
+
+def min_moves_then_bytes(live: list[int], parts: list[tuple[str, list[int]]], target_rf: list[int],
+                         rack: dict[int, str] | None, per_topic: bool, sizes: list[int]) -> tuple[int, int] | None:
+    """(fewest arrivals, then the fewest bytes they copy) over every assignment meeting the hard rules and every
+    balance interval (None if none); an arrival of partition i copies sizes[i] bytes."""
     choices = [valid_sets(live, k, rack) for k in target_rf]
     total = sum(target_rf)
     bounds = intervals(total, live)
@@ -54,8 +62,9 @@ def min_moves(live: list[int], parts: list[tuple[str, list[int]]], target_rf: li
             if not ok:
                 continue
         moves = sum(len(s - set(old)) for s, (_, old) in zip(combo, parts))
-        if best is None or moves < best:
-            best = moves
+        nbytes = sum(len(s - set(old)) * z for s, (_, old), z in zip(combo, parts, sizes))
+        if best is None or (moves, nbytes) < best:
+            best = (moves, nbytes)
     return best
 
 

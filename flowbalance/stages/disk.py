@@ -269,29 +269,29 @@ def _candidates(p, assign, d, cnt, tc, cap, donors, recv, er, es, eb, first, las
     if p.count_lo is not None:
         move_ok = (cnt[po] - 1 >= p.count_lo[po]) & (cnt[pc] + 1 <= p.count_hi[pc])
     NL = p.num_brokers
-    # the smallest replica of each (topic, broker) among this round's entries
+    # entries by (topic, broker, size): a swap partner of p's topic on the receiver of the best-fitting size
     tkey = p.topic[er] * NL + eb
     o = np.lexsort((size[er], tkey))
-    tk_sorted = tkey[o]
-    head = np.r_[True, tk_sorted[1:] != tk_sorted[:-1]] if len(o) else np.zeros(0, bool)
-    t_keys, t_entry = tk_sorted[head], o[head]
+    uniq = np.unique(size[er])
+    n_u = len(uniq) + 1
+    t_sorted = tkey[o] * n_u + np.searchsorted(uniq, size[er][o])
     lo_i, hi_i = first[po], last[po]
     out = []
-    for kind in ("move", "topic", 0, 1, 2):
-        if kind in ("move", "topic"):
+    for kind in ("move", "topic", "top", 0, 1, 2):
+        if kind in ("move", "topic", "top"):
             q_size = np.zeros(len(pc), dtype=np.int64)
         else:
             j = first[pc] + kind
             valid_q = j < last[pc]
             qe = np.where(valid_q, j, 0)
             q_size = np.where(valid_q, size[er[qe]], 0)
-        pos = _search_sizes(size[er], eb, po, lo_i, hi_i, ideal + q_size)
-        for off in range(-_NEAR, _NEAR):
+        pos = _search_sizes(size[er], eb, po, lo_i, hi_i, ideal + q_size) if kind != "top" else hi_i - _NEAR
+        for off in range(-_NEAR, _NEAR) if kind != "top" else range(_NEAR):
             j = pos + off
             valid = (j >= lo_i) & (j < hi_i)
             if kind == "move":
                 valid &= move_ok
-            elif kind != "topic":
+            elif kind not in ("topic", "top"):
                 valid &= valid_q
             sel = np.flatnonzero(valid)
             if not len(sel):
@@ -303,11 +303,16 @@ def _candidates(p, assign, d, cnt, tc, cap, donors, recv, er, es, eb, first, las
                 r_in = np.full(len(sel), -1, dtype=np.int64)
                 s_in = r_in.copy()
             else:
-                if kind == "topic":
+                if kind in ("topic", "top"):
+                    # the largest replica of p's topic on the receiver with size <= s_p - ideal (else the smallest)
                     k = p.topic[r_out] * NL + c_b
-                    at = np.minimum(np.searchsorted(t_keys, k), max(len(t_keys) - 1, 0))
-                    hit = (t_keys[at] == k) if len(t_keys) else np.zeros(len(k), bool)
-                    e_in = t_entry[at] if len(t_keys) else np.zeros(len(k), np.int64)
+                    want = np.searchsorted(uniq, np.maximum(size[r_out] - ideal[sel], 0), side="right")
+                    at = np.searchsorted(t_sorted, k * n_u + want) - 1
+                    lo_k = np.searchsorted(t_sorted, k * n_u)
+                    at = np.where(at >= lo_k, at, lo_k)
+                    atc = np.minimum(at, max(len(o) - 1, 0))
+                    hit = (tkey[o[atc]] == k) if len(o) else np.zeros(len(k), bool)
+                    e_in = o[atc] if len(o) else np.zeros(len(k), np.int64)
                 else:
                     e_in = qe[sel]
                     hit = np.ones(len(sel), dtype=bool)

@@ -30,6 +30,8 @@ class BytesResult:
     bytes_lower_bound: int  # δ × the optimum's quantized bytes: no plan with the same moves and balance moves fewer
     applied: bool  # False when the second flow could not run (the stage-1 plan is kept)
     note: str
+    moves: int = 0  # replica moves of the re-chosen plan (stage 1's fewest)
+    bytes_moved: int = 0  # its bytes
 
 
 def fewest_bytes(before: ClusterState, stage1: ClusterState, target_rf: np.ndarray, movable: np.ndarray, *,
@@ -41,7 +43,8 @@ def fewest_bytes(before: ClusterState, stage1: ClusterState, target_rf: np.ndarr
     moves = int(arr.sum())
     smax = int(size.max()) if len(size) else 0
     if moves == 0 or smax == 0:
-        return BytesResult(stage1.replicas, 1, 0, True, "bytes objective: nothing moves, or no sizes")
+        return BytesResult(stage1.replicas, 1, 0, True, "bytes objective: nothing moves, or no sizes", moves,
+                           int((arr * size[:, None]).sum()))
     b = before.brokers
     NL = int(b.live.sum())
     K = len(b.rack_names) if b.has_racks else 1
@@ -76,7 +79,8 @@ def fewest_bytes(before: ClusterState, stage1: ClusterState, target_rf: np.ndarr
     how = ("exact (sizes in bytes)" if quantum == 1 else
            f"sizes in quanta of {quantum:,} bytes: within {quantum * int(arr2.sum()):,} bytes of the least")
     return BytesResult(res, quantum, lb, True,
-                       f"bytes objective: second flow with move cost W + size (W = {W:,}); {how}")
+                       f"bytes objective: second flow with move cost W + size (W = {W:,}); {how}",
+                       int(arr2.sum()), int((arr2 * size[:, None]).sum()))
 
 
 def _arrivals(before: ClusterState, after: ClusterState) -> np.ndarray:
