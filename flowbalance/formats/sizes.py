@@ -298,18 +298,8 @@ def _walk_json(entries: list, prefix: str, source: str) -> dict[tuple[str, int],
                 raise InputError(source, f"{place}.{k}", "missing field")
         topic, p, b = e["topic"], e["partition"], e["bytes"]
         _check_topic(topic, source, f"{place}.topic")
-        if type(p) is not int:
-            raise InputError(source, f"{place}.partition", "wrong type: expected an integer", p)
-        if p < 0:
-            raise InputError(source, f"{place}.partition", "partition number must not be negative", p)
-        if p > _MAX_PARTITION:
-            raise InputError(source, f"{place}.partition", "partition number out of range (0 .. 2147483647)", p)
-        if type(b) is not int:
-            raise InputError(source, f"{place}.bytes", "wrong type: expected an integer", b)
-        if b < 0:
-            raise InputError(source, f"{place}.bytes", "bytes must not be negative", b)
-        if b > _MAX_BYTES:
-            raise InputError(source, f"{place}.bytes", "bytes out of range (above 2^63 - 1)", b)
+        _json_int(p, source, f"{place}.partition", "partition number", _MAX_PARTITION, "(0 .. 2147483647)")
+        _json_int(b, source, f"{place}.bytes", "bytes", _MAX_BYTES, "(above 2^63 - 1)")
         key = (topic, p)
         if key in seen_at:
             raise InputError(source, place, f"duplicate partition (also at {seen_at[key]})", f"{topic}-{p}")
@@ -318,3 +308,13 @@ def _walk_json(entries: list, prefix: str, source: str) -> dict[tuple[str, int],
     if not sizes:
         raise _no_rows(source)
     return sizes
+
+
+def _json_int(v: object, source: str, place: str, what: str, most: int, range_text: str) -> None:
+    """A JSON integer from 0 to ``most``, or an InputError naming the place."""
+    if type(v) is not int:
+        raise InputError(source, place, "wrong type: expected an integer", v)
+    if v < 0:
+        raise InputError(source, place, f"{what} must not be negative", v)
+    if v > most:
+        raise InputError(source, place, f"{what} out of range {range_text}", v)
