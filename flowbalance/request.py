@@ -8,7 +8,7 @@ from .errors import InputError
 from .load import parse_broker_ids
 
 FLEET_KEYS = ("remove", "add", "replace", "replication_factor", "topic_rf", "topics", "exclude_topics", "per_topic",
-              "strategy")
+              "strategy", "objective", "balance", "disk_tolerance")
 
 
 def parse_replace(text: str | None, flag: str = "--replace") -> dict[int, int]:
@@ -72,7 +72,8 @@ def fleet_request(req: Mapping[str, Any], source: str) -> dict:
     """``plan()`` keyword arguments from one cluster's entry in a fleet file (JSON values), with ``strategy``.
 
     ``remove``/``add``: [ids] or "3,4"; ``replace``: {"7": 31} or "7:31"; ``replication_factor``: int;
-    ``topic_rf``: {"topic": n}; ``topics``/``exclude_topics``: regex; ``per_topic``: bool; ``strategy``."""
+    ``topic_rf``: {"topic": n}; ``topics``/``exclude_topics``: regex; ``per_topic``: bool; ``strategy``;
+    ``objective`` / ``balance`` / ``disk_tolerance`` as the plan flags (sizes from the dump or --sizes-from-metrics)."""
     unknown = sorted(set(req) - set(FLEET_KEYS) - {"current", "brokers", "sizes", "format", "disable_rack_aware"})
     if unknown:
         raise InputError(source, unknown[0], f"unknown key (choose from {', '.join(FLEET_KEYS)}, current, brokers, "
@@ -97,4 +98,13 @@ def fleet_request(req: Mapping[str, Any], source: str) -> dict:
     out = plan_request(_ids(req.get("remove"), "remove", source), _ids(req.get("add"), "add", source), rep, rf, trf,
                        req.get("topics"), req.get("exclude_topics"), not per_topic)
     out["strategy"] = req.get("strategy", "flow")
+    for key, default in (("objective", "moves"), ("balance", "count")):
+        v = req.get(key, default)
+        if not isinstance(v, str):
+            raise InputError(source, key, "expected a text", v)
+        out[key] = v
+    tol = req.get("disk_tolerance", 1.05)
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)):
+        raise InputError(source, "disk_tolerance", "expected a number", tol)
+    out["disk_tolerance"] = float(tol)
     return out

@@ -224,3 +224,14 @@ def test_cli_balance_without_sizes_is_one_line(tmp_path):
     assert r.returncode != 0
     assert r.stderr.count("\n") == 1 and "--balance" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_fleet_entries_take_the_bytes_options():
+    from flowbalance.request import fleet_request
+    kw = fleet_request({"balance": "count+bytes", "objective": "bytes", "disk_tolerance": 1.1}, "fleet.json: c")
+    assert (kw["balance"], kw["objective"], kw["disk_tolerance"]) == ("count+bytes", "bytes", 1.1)
+    with pytest.raises(InputError, match="disk_tolerance"):
+        fleet_request({"disk_tolerance": "high"}, "fleet.json: c")
+    st0 = generate_cluster(brokers=6, topics=8, partitions=(6, 12), rf=3, skew=0.5, sizes=True, seed=3)
+    p = plan(st0, **kw)
+    assert p.certificate.disk is not None and p.certificate.bytes_objective is not None

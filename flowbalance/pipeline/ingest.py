@@ -25,7 +25,7 @@ from . import rows
 
 CURRENT_NAMES = ("assignment.json", "describe.txt", "generate.txt")
 BROKER_NAMES = ("brokers.csv", "brokers.json")
-SIZE_NAMES = ("logdirs.txt", "logdirs.json")
+SIZE_NAMES = ("logdirs.txt", "logdirs.json", "sizes.csv", "sizes.json")
 TABLES = ("brokers", "replicas", "sizes", "metrics")
 
 # one long schema for every table a parse task emits; ``kind`` says which table a row belongs to
