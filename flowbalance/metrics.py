@@ -294,16 +294,24 @@ def arrivals_per_partition(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return cnt
 
 
+def _same_width(old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    width = max(old.shape[1], new.shape[1])
+    return (np.pad(old, ((0, 0), (0, width - old.shape[1])), constant_values=PAD),
+            np.pad(new, ((0, 0), (0, width - new.shape[1])), constant_values=PAD))
+
+
+def arrivals(before: ClusterState, after: ClusterState) -> np.ndarray:
+    """Replicas each partition gains (brokers in ``after`` not in ``before``), per row."""
+    return arrivals_per_partition(*_same_width(before.replicas, after.replicas))
+
+
 def compare(before: ClusterState, after: ClusterState) -> Changes:
     """Changes between two states of the same partitions (rows must correspond)."""
     if before.num_partitions != after.num_partitions or not (
         np.array_equal(before.topic, after.topic) and np.array_equal(before.partition, after.partition)
     ):
         raise ValueError("before and after must hold the same partitions")
-    old, new = before.replicas, after.replicas
-    width = max(old.shape[1], new.shape[1])
-    old = np.pad(old, ((0, 0), (0, width - old.shape[1])), constant_values=PAD)
-    new = np.pad(new, ((0, 0), (0, width - new.shape[1])), constant_values=PAD)
+    old, new = _same_width(before.replicas, after.replicas)
     arr = arrivals_per_partition(old, new)
     dep = arrivals_per_partition(new, old)
     changed = np.flatnonzero((old != new).any(axis=1))

@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .errors import InputError, PlanningError
-from .metrics import Changes, StateMetrics, compare, leader_counts, measure, pair_matrix, rack_violations, replica_counts, topic_spread
+from .metrics import Changes, StateMetrics, byte_counts, compare, disk_max_over_mean, leader_counts, measure, pair_matrix, rack_violations, replica_counts, topic_spread
 from .model import ClusterState
 from .stages.direct import balance_direct, direct_applies
 from .stages.followers import balance_followers
@@ -442,7 +442,6 @@ def _check_bytes_request(state: ClusterState, strategy: str, objective: str, bal
 
 
 def _disk_use(state: ClusterState) -> np.ndarray:
-    from .metrics import byte_counts
     d = byte_counts(state)
     return np.zeros(len(state.brokers), dtype=np.int64) if d is None else d
 
@@ -487,7 +486,6 @@ def _capacity_message(before: ClusterState, after: ClusterState) -> str:
 
 
 def _max_over_mean(state: ClusterState) -> float:
-    from .metrics import disk_max_over_mean
     return disk_max_over_mean(_disk_use(state), state.brokers.weight, state.brokers.live) or 0.0
 
 

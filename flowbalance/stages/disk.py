@@ -53,7 +53,6 @@ def disk_problem(original: ClusterState, current: ClusterState, target_rf: np.nd
     size = np.maximum(current.size, 0).astype(np.int64)
     idx = current.replica_index
     start = np.where(idx[mov] >= 0, lpos[np.maximum(idx[mov], 0)], -1).astype(np.int64)
-    start = np.where(start >= 0, start, -1)
     oidx = original.replica_index[mov]
     orig = np.where(oidx >= 0, lpos[np.maximum(oidx, 0)], -1).astype(np.int64)
     _, topic = np.unique(current.topic[mov], return_inverse=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..flow.mincost import FlowError
+from ..metrics import arrivals
 from ..model import ClusterState
 from .common import COST_BOUND
 from .pooled import balance_pooled
@@ -39,12 +40,12 @@ def fewest_bytes(before: ClusterState, stage1: ClusterState, target_rf: np.ndarr
     """Re-solve stage 1 with size costs; ``before`` is the state to plan, ``stage1`` the fewest-moves plan."""
     mov = np.flatnonzero(movable)
     size = np.maximum(before.size[mov], 0).astype(np.int64)
-    arr = _arrivals(before, stage1)[mov]
+    arr = arrivals(before, stage1)[mov]
     moves = int(arr.sum())
     smax = int(size.max()) if len(size) else 0
     if moves == 0 or smax == 0:
         return BytesResult(stage1.replicas, 1, 0, True, "bytes objective: nothing moves, or no sizes", moves,
-                           int((arr * size[:, None]).sum()))
+                           int((arr * size).sum()))
     b = before.brokers
     NL = int(b.live.sum())
     K = len(b.rack_names) if b.has_racks else 1
@@ -54,7 +55,7 @@ def fewest_bytes(before: ClusterState, stage1: ClusterState, target_rf: np.ndarr
     scale = (moves + 2) * max(nodes, moves + 1) * 8
     quantum = max(1, -(-smax * scale // COST_BOUND))
     q = size // quantum
-    W = int((arr * q[:, None]).sum()) + 1
+    W = int((arr * q).sum()) + 1
     cost = W + q
     res = None
     try:
@@ -71,22 +72,14 @@ def fewest_bytes(before: ClusterState, stage1: ClusterState, target_rf: np.ndarr
                            "bytes objective: the widened network had no flow (stage 1 left a rule unmet); "
                            "the fewest-moves plan is kept")
     out = before.with_replicas(res)
-    arr2 = _arrivals(before, out)[mov]
+    arr2 = arrivals(before, out)[mov]
     if int(arr2.sum()) > moves:  # cannot happen when stage 1 was optimal: keep the fewest moves regardless
         return BytesResult(stage1.replicas, quantum, 0, False,
                            "bytes objective: the size-cost flow used more moves; the fewest-moves plan is kept")
-    lb = quantum * int((arr2 * q[:, None]).sum())
+    lb = quantum * int((arr2 * q).sum())
     how = ("exact (sizes in bytes)" if quantum == 1 else
            f"sizes in quanta of {quantum:,} bytes: within {quantum * int(arr2.sum()):,} bytes of the least")
     return BytesResult(res, quantum, lb, True,
                        f"bytes objective: second flow with move cost W + size (W = {W:,}); {how}",
-                       int(arr2.sum()), int((arr2 * size[:, None]).sum()))
+                       int(arr2.sum()), int((arr2 * size).sum()))
 
-
-def _arrivals(before: ClusterState, after: ClusterState) -> np.ndarray:
-    """bool [P, W_after]: replicas of ``after`` on a broker that did not hold the partition in ``before``."""
-    a = after.replicas
-    new = a >= 0
-    for j in range(before.replicas.shape[1]):
-        new &= a != before.replicas[:, j:j + 1]
-    return new
