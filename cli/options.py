@@ -24,6 +24,12 @@ RFOpt = typer.Option(None, "--replication-factor", help="New RF for every select
 TopicRFOpt = typer.Option(None, "--topic-rf", help="New RF for one topic, TOPIC=N (repeatable).")
 TopicsOpt = typer.Option(None, "--topics", help="Only plan topics whose name matches this regex.")
 ExcludeOpt = typer.Option(None, "--exclude-topics", help="Leave topics matching this regex alone.")
+FromTargetOpt = typer.Option(False, "--from-target",
+                             help="CURRENT is a describe taken while a reassignment runs: plan those partitions from "
+                                  "its target (Replicas minus Removing Replicas) instead of refusing.")
+MoveUnhealthyOpt = typer.Option(False, "--move-unhealthy",
+                                help="Also plan leaderless, offline and under-replicated partitions (left in place "
+                                     "by default: their moves cannot complete until they are back).")
 NoPerTopicOpt = typer.Option(False, "--no-per-topic", help="Balance cluster totals only, not each topic.")
 StrategyOpt = typer.Option("flow", "--strategy",
                            help="flow: fewest moves by flow networks (default); template: rotation-order templates "

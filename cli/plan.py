@@ -14,6 +14,7 @@ from flowbalance.load import load_cluster
 from flowbalance.plan import STAGES, plan
 from flowbalance.report import build_report
 from flowbalance.request import plan_request
+from flowbalance.status import plan_input
 from flowbalance.summary import plan_summary
 
 from . import options as o
@@ -51,6 +52,8 @@ def plan_command(
     format: Optional[str] = o.FormatOpt,
     json_out: bool = o.JsonOpt,
     disable_rack_aware: bool = o.NoRackOpt,
+    from_target: bool = o.FromTargetOpt,
+    move_unhealthy: bool = o.MoveUnhealthyOpt,
     quiet: bool = o.QuietOpt,
     verbose: bool = o.VerboseOpt,
 ) -> None:
@@ -65,8 +68,10 @@ def plan_command(
     with Steps(total=7, enabled=not quiet) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
-        p = plan(loaded.state, stages=stage_list, strategy=strategy, progress=steps.step, objective=objective,
-                 balance=balance, disk_tolerance=disk_tolerance, **req)
+        given = plan_input(loaded.state, loaded.status, str(current), from_target=from_target,
+                           move_unhealthy=move_unhealthy)
+        p = plan(given.state, stages=stage_list, strategy=strategy, progress=steps.step, objective=objective,
+                 balance=balance, disk_tolerance=disk_tolerance, pinned=given.pinned, notes=given.notes, **req)
         steps.step("writing files")
         rows = None if all_partitions else p.changes.changed_rows
         files = {str(out): reassignment_json(p.after, rows)}

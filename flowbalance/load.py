@@ -16,6 +16,7 @@ from .formats.raw import RawAssignment
 from .formats.reassignment import read_generate_output, read_reassignment_json
 from .formats.sizes import read_sizes
 from .model import PAD, Brokers, ClusterState
+from .status import ClusterStatus, status_warnings
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Loaded:
     state: ClusterState
     warnings: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
+    status: ClusterStatus | None = None  # from a describe: partitions in flight, unhealthy, placed by Confluent
 
 
 def read_text(path: str | os.PathLike) -> str:
@@ -96,12 +98,17 @@ def load_texts(
     state = ClusterState.build(
         table, raw.topic_names, raw.partition, raw.replicas, had_log_dirs=raw.had_log_dirs
     )
+    status = None
+    if getattr(raw, "status", None) is not None:
+        _, _, order = ClusterState.canonical_order(raw.topic_names, raw.partition)
+        status = ClusterStatus.from_raw(raw.status, raw.topic_names, order)
+        warnings.extend(status_warnings(state, status, current_src))
     if sizes is not None:
         ssrc, stext = sizes
         inputs.append(ssrc)
         ld = read_sizes(stext, ssrc)  # kafka-log-dirs output or a topic,partition,bytes table (CSV or JSON)
         state = _with_sizes(state, ld, warnings)
-    return Loaded(state=state, warnings=warnings, inputs=inputs)
+    return Loaded(state=state, warnings=warnings, inputs=inputs, status=status)
 
 
 def _check_known_brokers(raw: RawAssignment, table: Brokers, bsrc: str) -> None:

@@ -171,10 +171,8 @@ class ClusterState:
         log_dirs: dict | None = None,
     ) -> "ClusterState":
         """Build from one topic name per partition; sorts into canonical (topic, partition) order."""
-        names = np.asarray(topic_names, dtype=object)
-        topics, topic_idx = np.unique(names.astype(str), return_inverse=True) if len(names) else (np.array([], dtype=str), np.array([], dtype=np.int64))
+        topics, topic_idx, order = ClusterState.canonical_order(topic_names, partition)
         part = np.asarray(partition, dtype=np.int64)
-        order = np.lexsort((part, topic_idx))
         reps = np.asarray(replicas, dtype=np.int32)
         if reps.ndim != 2:
             reps = reps.reshape(len(part), -1)
@@ -189,6 +187,17 @@ class ClusterState:
             had_log_dirs=had_log_dirs,
             log_dirs=dict(log_dirs or {}),
         )
+
+    @staticmethod
+    def canonical_order(topic_names: Sequence[str], partition: np.ndarray | Sequence[int]):
+        """(sorted topic names, topic index per input row, the permutation into (topic, partition) order):
+        what ``build`` applies, for callers that must reorder per-row data of their own the same way."""
+        names = np.asarray(topic_names, dtype=object)
+        if len(names):
+            topics, topic_idx = np.unique(names.astype(str), return_inverse=True)
+        else:
+            topics, topic_idx = np.array([], dtype=str), np.array([], dtype=np.int64)
+        return topics, topic_idx, np.lexsort((np.asarray(partition, dtype=np.int64), topic_idx))
 
     # ---- sizes -------------------------------------------------------------------------------
     @property

@@ -114,6 +114,8 @@ def plan(
     objective: str = "moves",
     balance: str = "count",
     disk_tolerance: float = 1.05,
+    pinned: np.ndarray | None = None,
+    notes: Sequence[str] = (),
 ) -> Plan:
     """Plan a reassignment of ``state`` (never mutated). See the module docstring for the steps.
 
@@ -124,7 +126,11 @@ def plan(
     ``objective="bytes"``: among the fewest-move plans, the one moving the fewest bytes. ``balance`` adds disk
     balance: ``count+bytes`` keeps stage 1's count balance, ``bytes`` balances disk only; either brings every
     broker's disk under ``disk_tolerance`` × its share where achievable. Known disk capacities are hard limits
-    whenever sizes are known."""
+    whenever sizes are known.
+
+    ``pinned`` (bool per partition of ``state``) holds partitions exactly as they are: neither moved nor
+    reordered, still counted in every broker's load (partitions in flight, unhealthy, or placed by Confluent
+    placement constraints; see ``flowbalance.status``). ``notes`` start the certificate's notes (why they were held)."""
     say = progress or (lambda _step: None)
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}
@@ -139,7 +145,7 @@ def plan(
                          "--stages applies to the flow strategy", ",".join(stages))
     _check_bytes_request(state, strategy, objective, balance, disk_tolerance)
     before = _apply_broker_changes(state, remove=list(remove), add=list(add), replace=dict(replace or {}))
-    movable = _movable(before, topics, exclude_topics)
+    movable = _movable(before, topics, exclude_topics, pinned)
     target_rf = _target_rf(before, replication_factor, movable)
     _check_feasible(before, target_rf, movable)
     _check_capacity(before, target_rf)
@@ -151,7 +157,7 @@ def plan(
     say("measuring")
     mb = measure(before, target_rf=target_rf)  # M* for the certificate and for stage 1's pruned attempt
     tstar = topic_lower_bound(before, target_rf, movable) if per_topic else None
-    notes: list[str] = []
+    notes: list[str] = list(notes)
     stage1 = None
     skipped = _meets_every_target(before, target_rf, per_topic, stages, balance, disk_tolerance)
     disk_res: DiskResult | None = None
@@ -329,7 +335,34 @@ def _stage1_note(res) -> str:
 
 # ---- request handling ----------------------------------------------------------------------------
 
+def _check_contradictions(state: ClusterState, remove: list[int], add: list[int], replace: dict[int, int]) -> None:
+    """A request that says two things of one broker is refused, never resolved silently."""
+    b = state.brokers
+    holding = np.bincount(state.replica_index[state.replica_index >= 0], minlength=len(b)) > 0
+    removing, adding = set(remove), set(add)
+    both = sorted(removing & adding)
+    if both:
+        raise InputError("--add/--remove", "", "a broker is both added and removed", both[0])
+    for old, new in replace.items():
+        if old == new:
+            raise InputError("--replace", "", "a broker cannot replace itself", f"{old}:{new}")
+        if old in removing or old in adding:
+            flag = "--remove" if old in removing else "--add"
+            raise InputError(f"--replace/{flag}", "", f"broker {old} is replaced and also named in {flag}", f"{old}:{new}")
+        if new in removing or new in adding or new in replace:
+            flag = "--remove" if new in removing else ("--add" if new in adding else "--replace")
+            raise InputError(f"--replace/{flag}", "", f"the new broker {new} is also named in {flag}", f"{old}:{new}")
+        if b.contains(new) and holding[b.index_of([new])[0]]:
+            raise InputError("--replace", "", f"the new broker {new} already holds replicas: a replacement must be "
+                             f"a new (empty) broker; to move {old}'s replicas onto the others use --remove {old}",
+                             f"{old}:{new}")
+    for x in add:
+        if b.contains(x) and holding[b.index_of([x])[0]]:
+            raise InputError("--add", "", f"broker {x} already exists and holds replicas: --add names new brokers", x)
+
+
 def _apply_broker_changes(state: ClusterState, *, remove: list[int], add: list[int], replace: dict[int, int]) -> ClusterState:
+    _check_contradictions(state, remove, add, replace)
     b = state.brokers
     for old, new in replace.items():
         if not b.contains(old):
@@ -362,7 +395,8 @@ def _apply_broker_changes(state: ClusterState, *, remove: list[int], add: list[i
     return state.with_brokers(b)
 
 
-def _movable(state: ClusterState, topics: str | None, exclude: str | None) -> np.ndarray:
+def _movable(state: ClusterState, topics: str | None, exclude: str | None,
+             pinned: np.ndarray | None = None) -> np.ndarray:
     ok_topic = np.ones(len(state.topics), dtype=bool)
     for flag, pattern, want in (("--topics", topics, True), ("--exclude-topics", exclude, False)):
         if pattern is None:
@@ -377,6 +411,15 @@ def _movable(state: ClusterState, topics: str | None, exclude: str | None) -> np
             raise InputError(flag, "", "matches no topic", pattern)
     movable = ok_topic[state.topic]
     on_removed = _rows_on_removed(state)
+    if pinned is not None:
+        held = np.asarray(pinned, dtype=bool) & on_removed
+        if held.any():
+            r = int(np.flatnonzero(held)[0])
+            raise PlanningError(
+                f"partition {state.topics[state.topic[r]]}-{int(state.partition[r])} must stay in place (in flight, "
+                f"unhealthy or placed by Confluent) but has a replica on a removed broker; {int(held.sum())} such "
+                "partitions in all")
+        movable &= ~np.asarray(pinned, dtype=bool)
     stuck = on_removed & ~movable
     if stuck.any():
         r = int(np.flatnonzero(stuck)[0])
@@ -408,7 +451,8 @@ def _target_rf(state: ClusterState, rf: int | Mapping[str, int] | None, movable:
         t = state.topics.index(topic)
         rows = state.topic == t
         if not movable[rows].all():
-            raise InputError("--topic-rf", "", "topic is excluded by --topics / --exclude-topics", topic)
+            raise InputError("--topic-rf", "", "topic is excluded by --topics / --exclude-topics, or some of its "
+                             "partitions must stay in place", topic)
         target[rows] = k
     return target
 
