@@ -49,7 +49,7 @@ def report(
         ids = parse_broker_ids(remove, "--remove")
         state = mark_removed(state, ids)
         after = after.with_brokers(state.brokers) if after is not None else None
-    rep = build_report(state, after)
+    rep = build_report(state, after, status=loaded.status)
     for w in loaded.warnings:
         sys.stderr.write(f"flowbalance: warning: {w}\n")
     if html is not None:

@@ -104,6 +104,28 @@ def _warnings(state: ClusterState, m: StateMetrics, label: str) -> list[dict]:
     return out
 
 
+def _status_warnings(state: ClusterState, status) -> list[dict]:
+    """Partitions a describe shows in flight, unhealthy or placed by Confluent (``flowbalance.status``)."""
+    if status is None:
+        return []
+    out = []
+    for kind, mask, message in (
+        ("in_flight", status.in_flight, "being reassigned right now: Replicas shows the temporary union; a new "
+                                        "plan would override the move in progress"),
+        ("leaderless", status.leaderless, "without a leader (Leader: none or -1)"),
+        ("offline", status.offline & ~status.leaderless, "with offline replicas"),
+        ("under_replicated", status.under_replicated & ~status.offline & ~status.leaderless & ~status.in_flight,
+         "under-replicated (ISR smaller than the replicas)"),
+        ("placement_constrained", status.pinned_by_placement,
+         "placed by Confluent placement constraints or with observers (never moved by flowbalance)"),
+    ):
+        rows = np.flatnonzero(mask)
+        if len(rows):
+            out.append({"kind": kind, "state": "before", "message": f"{len(rows)} partitions {message}",
+                        "items": [partition_name(state, int(r)) for r in rows[:MAX_LISTED]]})
+    return out
+
+
 def _all_warnings(before, mb, after, ma) -> list[dict]:
     """Warnings of the current state, then those of the plan that are not the same warning again."""
     out = _warnings(before, mb, "before")
@@ -115,13 +137,15 @@ def _all_warnings(before, mb, after, ma) -> list[dict]:
 
 def build_report(before: ClusterState, after: ClusterState | None = None, *, proven_optimal: bool | None = None,
                  lower_bound: int | None = None, metrics: tuple[StateMetrics, StateMetrics] | None = None,
-                 changes=None) -> dict:
+                 changes=None, status=None) -> dict:
     """The report of ``before`` alone, or of the plan ``before`` → ``after`` (same partitions, same brokers).
 
     ``proven_optimal`` comes from the planner's certificate when there is one; for a plan read from a file it is
     known only when the moves equal the lower bound (otherwise null). ``lower_bound`` too (the planner's may be
     higher, for example balance within racks); otherwise max(M*, Σ per-topic M*). ``metrics`` (before, after)
-    and ``changes`` are the planner's, when it already measured them (no second pass over a large cluster)."""
+    and ``changes`` are the planner's, when it already measured them (no second pass over a large cluster).
+    ``status`` (a ``flowbalance.status.ClusterStatus`` from a describe) adds its partitions in flight, unhealthy
+    or placed by Confluent to the warnings."""
     target_rf = after.rf if after is not None else None
     if metrics is not None:
         mb, ma = metrics
@@ -150,7 +174,7 @@ def build_report(before: ClusterState, after: ClusterState | None = None, *, pro
         "failover": _failover_rows(mb, ma, rack=False),
         "rack_failover": _failover_rows(mb, ma, rack=True) if len(mb.rack_failover.failed) else None,
         "moves": None,
-        "warnings": _all_warnings(before, mb, after, ma),
+        "warnings": _status_warnings(before, status) + _all_warnings(before, mb, after, ma),
     }
     if after is not None:
         c = changes if changes is not None else compare(before, after)
