@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .model import PAD, ClusterState
+from .racks import distinct_rack_bounds
 from .targets import intervals, min_arrivals, quotas, within
 
 
@@ -186,18 +187,28 @@ def rack_failover(state: ClusterState) -> Failover:
     return Failover([b.rack_names[k] for k in racks], np.array(mins), np.array(maxs), np.array(spreads))
 
 
-def rack_violations(state: ClusterState) -> np.ndarray:
-    """Rows of partitions with two replicas in one rack although the partition's RF <= number of racks."""
+def rack_violations(state: ClusterState, *, chunk: int = 4_000_000) -> np.ndarray:
+    """Rows of partitions with more replicas in some rack than the rack rule allows (``racks.rack_bounds`` for
+    the partition's RF over the live brokers per rack: at most one per rack while RF <= racks). Replicas on
+    removed brokers count in their rack; a rack with no live broker is capped at the level L (one while
+    RF <= racks). Vectorized: per slot, the replicas of its row in the same rack, against that rack's cap."""
     b = state.brokers
-    if not b.has_racks:
+    if not b.has_racks or not b.live.any():
         return np.zeros(0, dtype=np.int64)
-    K = len(np.unique(b.rack[b.live])) if b.live.any() else 0
+    sizes = np.bincount(b.rack[b.live], minlength=len(b.rack_names)).astype(np.int64)
+    _, inv, level, _, hi = distinct_rack_bounds(state.rf, sizes)
+    cap = np.where(sizes[None, :] > 0, hi, level[:, None])  # [distinct RF, every rack]
     idx = state.replica_index
     racks = np.where(idx >= 0, b.rack[np.maximum(idx, 0)], -1).astype(np.int64)
-    big = np.iinfo(np.int64).max
-    srt = np.sort(np.where(racks < 0, big, racks), axis=1)
-    dup = ((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != big)).any(axis=1) if srt.shape[1] > 1 else np.zeros(len(srt), bool)
-    return np.flatnonzero(dup & (state.rf <= K))
+    W = racks.shape[1]
+    step = max(1, chunk // max(W * W, 1))
+    bad = np.zeros(len(racks), dtype=bool)
+    for start in range(0, len(racks), step):
+        r = racks[start:start + step]
+        same = ((r[:, :, None] == r[:, None, :]) & (r[:, None, :] >= 0)).sum(axis=2)
+        limit = cap[inv[start:start + step, None], np.maximum(r, 0)]
+        bad[start:start + step] = ((same > limit) & (r >= 0)).any(axis=1)
+    return np.flatnonzero(bad)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Checks every plan before it is written: target RF of distinct live brokers, rack rule, fixed partitions kept."""
+"""Checks every plan before it is written: target RF of distinct live brokers, rack rule (``racks.py``) on the
+placed partitions, fixed partitions kept."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,5 +39,12 @@ def verify_plan(before: ClusterState, after: ClusterState, target_rf: np.ndarray
     c = np.pad(reps, ((0, 0), (0, w - reps.shape[1])), constant_values=PAD)
     if not np.array_equal(a[~movable], c[~movable]):
         raise PlanVerificationError("a partition outside the selected topics changed")
-    if racks and after.brokers.has_racks and len(rack_violations(after)):
-        raise PlanVerificationError("a partition breaks the rack rule")
+    if racks and after.brokers.has_racks:
+        # the rule of racks.py: no rack above hi_r for the partition's RF over the live brokers per rack; only
+        # the partitions the plan may place (the ones left out keep whatever they hold)
+        bad = np.intersect1d(rack_violations(after), np.flatnonzero(movable))
+        if len(bad):
+            r = int(bad[0])
+            raise PlanVerificationError(
+                f"partition {after.topics[after.topic[r]]}-{int(after.partition[r])} breaks the rack rule "
+                f"(replicas {[int(x) for x in reps[r] if x != PAD]})")

@@ -292,16 +292,44 @@ def rack_failover(spec: Spec) -> dict[str, tuple[int, int, Fraction]]:
 
 
 # ---- racks -----------------------------------------------------------------------------------
+def rack_caps(k: int, live_per_rack: dict[str, int]) -> tuple[dict[str, int], int]:
+    """The rack rule by enumeration: every per-rack count vector (c_r <= live brokers of rack r, sum k) whose
+    descending sort is lexicographically smallest ("as evenly as the brokers allow"). Returns (the largest count
+    each live rack takes in such a vector, the largest entry L of the vector); when no vector fits (k above the
+    live brokers), (every rack's live brokers, k)."""
+    names = sorted(live_per_rack)
+    best, vectors = None, []
+    for c in itertools.product(*[range(min(live_per_rack[r], k) + 1) for r in names]):
+        if sum(c) != k:
+            continue
+        key = sorted(c, reverse=True)
+        if best is None or key < best:
+            best, vectors = key, [c]
+        elif key == best:
+            vectors.append(c)
+    if best is None:
+        return dict(live_per_rack), k
+    return {r: max(v[i] for v in vectors) for i, r in enumerate(names)}, (best[0] if best else 0)
+
+
 def rack_violations(spec: Spec) -> list[int]:
-    """Rows (in canonical order) of partitions with two replicas in one rack although RF <= number of racks
-    among live brokers; empty when the brokers have no racks."""
+    """Rows (in canonical order) of partitions with more replicas in a rack than the rack rule allows (see
+    ``rack_caps``: over the live brokers per rack; a rack without live brokers is capped at L; replicas on removed
+    brokers count in their rack); empty when the brokers have no racks."""
     if not spec.has_racks:
         return []
-    k_racks = len({spec.brokers[b].rack for b in spec.live})
+    live_per_rack: dict[str, int] = {}
+    for b in spec.live:
+        live_per_rack[spec.brokers[b].rack] = live_per_rack.get(spec.brokers[b].rack, 0) + 1
+    if not live_per_rack:
+        return []
     out = []
     for i, p in enumerate(spec.partitions):
-        racks = [spec.brokers[r].rack for r in p.replicas]
-        if len(set(racks)) < len(racks) and len(p.replicas) <= k_racks:
+        caps, level = rack_caps(len(p.replicas), live_per_rack)
+        held: dict[str, int] = {}
+        for r in p.replicas:
+            held[spec.brokers[r].rack] = held.get(spec.brokers[r].rack, 0) + 1
+        if any(n > caps.get(rack, level) for rack, n in held.items()):
             out.append(i)
     return out
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import PAD, Brokers, ClusterState
+from ..racks import rack_bounds
 from ..targets import intervals
 
 # Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
@@ -154,20 +155,27 @@ def share_intervals(totals: np.ndarray, weight_live: np.ndarray) -> tuple[np.nda
 
 
 def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: np.ndarray, K: int,
-                          movable_rf: np.ndarray, fixed_c: np.ndarray, topic_count: np.ndarray | None
+                          movable_rf: np.ndarray, fixed_c: np.ndarray, topic_of: np.ndarray | None = None,
+                          num_topics: int = 0
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None] | None:
-    """Targets when the rack rule fixes every rack's total: each movable partition has exactly one replica per
-    rack (RF = number of racks), so rack r holds (movable partitions + its fixed load) whatever the plan. The
-    best balance is then each broker's weight share *within its rack* (cluster-wide shares cannot all be met
-    when the racks differ in size). Returns (lo, hi) per broker and per-topic (lo, hi) flattened topic-major
-    over live positions, or None when the rack totals are not fixed."""
-    if K < 2 or len(movable_rf) == 0 or not np.all(movable_rf == K):
+    """Targets when the rack rule fixes every rack's total: lo_r == hi_r for every rack and every movable
+    partition (``racks.rack_bounds``; e.g. RF = number of racks, or RF 4 over racks of 4 and 1 brokers: 3 + 1),
+    so rack r holds (Σ_p hi_r(p) + its fixed load) whatever the plan. The best balance is then each broker's
+    weight share *within its rack* (cluster-wide shares cannot all be met when the racks differ in size).
+    ``topic_of`` (topic position of each movable partition, ``num_topics`` of them) adds per-topic targets.
+    Returns (lo, hi) per broker and per-topic (lo, hi) flattened topic-major over live positions, or None when
+    the rack totals are not fixed."""
+    if K < 2 or len(movable_rf) == 0:
+        return None
+    sizes = np.bincount(rack_of_live, minlength=K).astype(np.int64)
+    r_lo, r_hi = rack_bounds(movable_rf, sizes)
+    if not np.array_equal(r_lo, r_hi):
         return None
     N = len(brokers)
     lo = np.zeros(N, dtype=np.int64)
     hi = np.zeros(N, dtype=np.int64)
     NL = len(live_idx)
-    T = len(topic_count) if topic_count is not None else 0
+    T = num_topics if topic_of is not None else 0
     tlo = np.zeros((T, NL), dtype=np.int64) if T else None
     thi = np.zeros((T, NL), dtype=np.int64) if T else None
     for r in range(K):
@@ -175,10 +183,11 @@ def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: 
         members = live_idx[pos]
         in_rack = np.zeros(N, dtype=bool)
         in_rack[members] = True
-        r_lo, r_hi = intervals(len(movable_rf) + int(fixed_c[members].sum()), brokers.weight, in_rack)
-        lo[members], hi[members] = r_lo[members], r_hi[members]
+        b_lo, b_hi = intervals(int(r_hi[:, r].sum()) + int(fixed_c[members].sum()), brokers.weight, in_rack)
+        lo[members], hi[members] = b_lo[members], b_hi[members]
         if T:
-            a, c = share_intervals(topic_count, brokers.weight[members])
+            per_topic = np.bincount(topic_of, weights=r_hi[:, r], minlength=T).astype(np.int64)
+            a, c = share_intervals(per_topic, brokers.weight[members])
             tlo[:, pos] = a.reshape(T, len(pos))
             thi[:, pos] = c.reshape(T, len(pos))
     return lo, hi, (tlo.ravel() if T else None), (thi.ravel() if T else None)

@@ -18,6 +18,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ..model import ClusterState
 from ..targets import intervals
+from ..racks import rack_bounds
 from .common import apply_changes_arrays, live_positions, rack_forced_intervals, share_intervals
 from .disk_problem import DiskProblem, DiskScore, bytes_lower_bound, disk_use, replica_use, score
 
@@ -60,14 +61,15 @@ def disk_problem(original: ClusterState, current: ClusterState, target_rf: np.nd
     _, rack = np.unique(b.rack[live_idx], return_inverse=True) if use_racks else (None, np.zeros(NL, np.int64))
     K = int(rack.max()) + 1 if NL else 1
     rf = (start >= 0).sum(axis=1)
-    rack_hi = np.where(rf <= K, 1, -(-rf // K)) if use_racks else rf.copy()
-    rack_lo = np.where(rf <= K, 0, rf // K) if use_racks else np.zeros_like(rf)
-    if use_racks and len(mov):
+    if use_racks:
+        # the rack rule per (partition, rack), widened to stage 1's counts (stage 1 is not undone)
+        rack_lo, rack_hi = rack_bounds(rf, np.bincount(rack, minlength=K))
         pr = np.zeros((len(mov), K), dtype=np.int64)
         r, c = np.nonzero(start >= 0)
         np.add.at(pr, (r, rack[start[r, c]]), 1)
-        rack_hi = np.maximum(rack_hi, pr.max(axis=1))
-        rack_lo = np.minimum(rack_lo, pr.min(axis=1))
+        rack_lo, rack_hi = np.minimum(rack_lo, pr), np.maximum(rack_hi, pr)
+    else:
+        rack_lo, rack_hi = np.zeros((len(mov), 1), dtype=np.int64), rf[:, None].astype(np.int64)
     fixed = ~movable
     fidx = idx[fixed]
     fs = np.broadcast_to(size[fixed][:, None], fidx.shape)
@@ -369,7 +371,7 @@ def _can_go(p: DiskProblem, assign: np.ndarray, rows: np.ndarray, frm: np.ndarra
         ra = np.where(a >= 0, p.rack[np.maximum(a, 0)], -1)
         in_to = (ra == p.rack[to][:, None]).sum(axis=1)
         in_from = (ra == p.rack[frm][:, None]).sum(axis=1)
-        ok &= same | ((in_to + 1 <= p.rack_hi[rows]) & (in_from - 1 >= p.rack_lo[rows]))
+        ok &= same | ((in_to + 1 <= p.rack_hi[rows, p.rack[to]]) & (in_from - 1 >= p.rack_lo[rows, p.rack[frm]]))
     return ok
 
 

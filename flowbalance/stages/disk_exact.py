@@ -53,9 +53,9 @@ def solve_exact(problem: DiskProblem, *, deterministic_time: float = 20.0) -> Ex
     in_rack = [np.flatnonzero(p.rack == r).tolist() for r in range(K)]
     for i in range(P):
         m.add_linear_constraint(_sum(x[i], [1] * NL), rf[i], rf[i])
-        for brokers in in_rack:
+        for r, brokers in enumerate(in_rack):
             m.add_linear_constraint(_sum([x[i][b] for b in brokers], [1] * len(brokers)),
-                                    int(p.rack_lo[i]), int(p.rack_hi[i]))
+                                    int(p.rack_lo[i, r]), int(p.rack_hi[i, r]))
 
     col = [[x[i][b] for i in range(P)] for b in range(NL)]
     base = p.base_bytes.tolist()

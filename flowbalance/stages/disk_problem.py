@@ -19,6 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def _per_rack(bound: np.ndarray, P: int, K: int) -> np.ndarray:
+    """A rack bound as int64 [P, K]: a bound per partition ([P]) applies to every rack."""
+    a = np.asarray(bound, dtype=np.int64)
+    return np.broadcast_to(a[:, None] if a.ndim == 1 else a, (P, K)).copy()
+
+
 @dataclass
 class DiskProblem:
     """Arrays of one disk-balancing problem (see the module docstring)."""
@@ -28,8 +34,8 @@ class DiskProblem:
     original: np.ndarray  # int64 [P, W0]: live positions in the original assignment (-1 for padding or removed)
     topic: np.ndarray  # int64 [P]: topic index 0..T-1 (movable topics only)
     rack: np.ndarray  # int64 [NL]: rack index of each live broker (all 0 when racks are not used)
-    rack_lo: np.ndarray  # int64 [P]: least replicas of the partition in any one rack
-    rack_hi: np.ndarray  # int64 [P]: most replicas of the partition in any one rack
+    rack_lo: np.ndarray  # int64 [P, K]: least replicas of the partition in each rack ([P]: the same in every rack)
+    rack_hi: np.ndarray  # int64 [P, K]: most replicas of the partition in each rack ([P]: the same in every rack)
     base_bytes: np.ndarray  # int64 [NL]: bytes of partitions that do not move (topics left out)
     base_count: np.ndarray  # int64 [NL]: replicas of partitions that do not move
     upper: np.ndarray  # int64 [NL]: the tolerance limit (soft)
@@ -38,6 +44,13 @@ class DiskProblem:
     count_hi: np.ndarray | None = None
     topic_lo: np.ndarray | None = None  # int64 [T, NL]: per-topic totals; None: not constrained
     topic_hi: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        """Rack bounds given once per partition ([P]) hold in every rack: widen them to [P, K]."""
+        K = int(self.rack.max()) + 1 if len(self.rack) else 1
+        P = len(self.size)
+        self.rack_lo = _per_rack(self.rack_lo, P, K)
+        self.rack_hi = _per_rack(self.rack_hi, P, K)
 
     @property
     def num_partitions(self) -> int:
@@ -118,7 +131,7 @@ def violations(p: DiskProblem, assign: np.ndarray) -> list[str]:
     per_rack = np.zeros((p.num_partitions, K), dtype=np.int64)
     rows, cols = np.nonzero(assign >= 0)
     np.add.at(per_rack, (rows, p.rack[assign[rows, cols]]), 1)
-    bad = np.flatnonzero(((per_rack < p.rack_lo[:, None]) | (per_rack > p.rack_hi[:, None])).any(axis=1))
+    bad = np.flatnonzero(((per_rack < p.rack_lo) | (per_rack > p.rack_hi)).any(axis=1))
     if len(bad):
         out.append(f"row {int(bad[0])}: rack rule ({per_rack[bad[0]].tolist()} per rack)")
     d = disk_use(p, assign)

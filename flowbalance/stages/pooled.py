@@ -24,6 +24,7 @@ import numpy as np
 from ..flow.mincost import FlowError, solve_min_cost_split, try_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import ClusterState
+from ..racks import rack_bounds
 from ..targets import intervals, min_arrivals
 from .common import (StageInput, apply_changes_arrays, pair_counts, penalties, rack_forced_intervals,
                      share_intervals)
@@ -41,7 +42,7 @@ class PooledResult:
     replicas: np.ndarray | None
     moves: int  # units through the pools: a lower bound on moves at the same balance (= lower_bound when pruned)
     pruned: bool
-    rack_forced: bool  # RF = number of racks: targets are shares within each rack
+    rack_forced: bool  # the rack rule fixes every rack's total: targets are shares within each rack
     bound: int | None  # the lower bound the pruned attempt had to reach
     arcs: int
     nodes: int
@@ -90,8 +91,8 @@ def balance_pooled(
     tpos = tpos_of if per_topic else np.zeros(Pm, dtype=np.int64)
 
     kp = trf[mov]
-    cap_r = np.where(kp <= K, 1, -(-kp // K))
-    low_r = np.where(kp <= K, 0, kp // K)
+    # the rack rule per (partition, rack), over the live brokers of each rack: [Pm, K]
+    low_r, cap_r = rack_bounds(kp, np.bincount(rack_of_live, minlength=K)) if use_racks else (None, None)
     sub = idx[mov]
     kr, kc = np.nonzero(sub >= 0)  # current live replicas of movable partitions: the keep arcs
     kb = lpos[sub[kr, kc]]
@@ -105,7 +106,7 @@ def balance_pooled(
         tlo, thi = share_intervals(rt, b.weight[live_idx])
         c_tb = np.bincount(tpos[kr] * NL + kb, minlength=Tm * NL)
     forced_racks = rack_forced_intervals(b, live_idx, rack_of_live, K, kp, fixed_c,
-                                         tcount if (per_topic and Pm) else None) if (use_racks and count_targets) else None
+                                         tpos if (per_topic and Pm) else None, Tm) if (use_racks and count_targets) else None
     if forced_racks is not None:
         lo, hi = forced_racks[0], forced_racks[1]
         if per_topic and Pm:
@@ -115,7 +116,7 @@ def balance_pooled(
         lower_bound = min_arrivals(c_all, total, lo, hi, live)
         if per_topic and Pm:
             clip = np.clip(c_tb, tlo, thi)
-            short = tcount * K - np.bincount(np.repeat(np.arange(Tm), NL), weights=clip, minlength=Tm)
+            short = rt - np.bincount(np.repeat(np.arange(Tm), NL), weights=clip, minlength=Tm)
             lower_bound = max(lower_bound, int(np.maximum(clip - c_tb, 0).sum() + np.maximum(short, 0).sum()))
 
     if achieved is not None:
@@ -136,7 +137,7 @@ def balance_pooled(
         restriction: accepted only when it reaches the lower bound). (topic, broker) nodes whose interval cannot
         bind (floor 0, nothing above the ceiling, no pool arc) are left out: their keep arcs go to the broker."""
         net = Network()
-        # RF = racks: each (partition, rack) carries exactly one replica, so it is the source itself
+        # rack totals fixed: each (partition, rack) carries exactly hi_r replicas, so it is the source itself
         pnode = net.nodes(0 if forced_racks is not None else Pm)
         rnode = net.nodes(Pm * K) if use_racks else None
         hub = net.nodes(Tm * K)
@@ -168,18 +169,17 @@ def balance_pooled(
             pheads = bnode[pb]
         supply = np.zeros(net.num_nodes, dtype=np.int64)
         if forced_racks is not None:
-            supply[rnode] = 1
+            supply[rnode] = cap_r.ravel()
         else:
             supply[pnode] = kp
         supply[sink] = -int(kp.sum())
         net.set_supply(supply)
         pen_topic, pen_rack, pen_broker = [None] * 3 if hard else penalties(1, total, net.num_nodes, 3)
         if forced_racks is not None:
-            src, move_cap = rnode.reshape(Pm, K), np.ones(Pm * K, dtype=np.int64)
+            src, move_cap = rnode.reshape(Pm, K), cap_r.ravel()
         elif use_racks:
-            convex_arcs(net, np.repeat(pnode, K), rnode, np.repeat(low_r, K), np.repeat(cap_r, K),
-                        np.repeat(cap_r, K), pen_rack)
-            src, move_cap = rnode.reshape(Pm, K), np.repeat(cap_r, K)
+            convex_arcs(net, np.repeat(pnode, K), rnode, low_r.ravel(), cap_r.ravel(), cap_r.ravel(), pen_rack)
+            src, move_cap = rnode.reshape(Pm, K), cap_r.ravel()
         else:
             src, move_cap = pnode.reshape(Pm, 1), kp
         keep = net.add(src[kr, rack_of_live[kb]], kheads, 1, 0)

@@ -1,7 +1,7 @@
 """Stage 1: replica counts by min-cost flow on the keep network (A′), with racks and per-topic layers.
 
 Network, per movable partition p (supply = its target RF):
-    p → (p, rack) [cap 1, or ceil(RF/K) when RF > K]  → (topic, broker) → broker → sink
+    p → (p, rack) [the rack rule: lo_r..hi_r, see racks.py]  → (topic, broker) → broker → sink
 An arc into a broker that already holds p costs 0 (keep); any other costs one move. Broker totals and per-topic
 totals are soft intervals [floor, ceil] of each broker's share, with penalties far above any number of moves, so
 the optimum first meets every interval it can and then moves the fewest replicas (the flow, not a fixed rule,
@@ -17,6 +17,7 @@ from ..flow.mincost import solve_min_cost
 from ..flow.network import Network, convex_arcs
 from ..errors import PlanningError
 from ..model import PAD, ClusterState
+from ..racks import rack_bounds
 from ..targets import intervals
 from .pooled import balance_pooled
 from .common import COST_BOUND, StageInput, apply_changes, membership, pair_counts, penalties, share_intervals
@@ -36,7 +37,7 @@ class ReplicaResult:
     network: str = "keep"  # "pooled" (realized exactly) or "keep" (the full network)
     flow_bound: int | None = None  # moves in the pooled optimum: a lower bound at the same balance
     pruned: bool = False  # the pooled network had pruned pools (and reached the lower bound)
-    rack_forced: bool = False  # RF = number of racks: the targets were shares within each rack
+    rack_forced: bool = False  # the rack rule fixes every rack's total: the targets were shares within each rack
     bound: int | None = None  # the lower bound for the targets stage 1 used
 
 
@@ -143,12 +144,9 @@ def balance_keep(
 
     # partition -> (partition, rack) arcs
     if use_racks:
-        k_p = trf[mov]
-        cap = np.where(k_p <= K, 1, -(-k_p // K))
-        low = np.where(k_p <= K, 0, k_p // K)
-        tails = np.repeat(pnode, K)
-        heads = rnode
-        convex_arcs(net, tails, heads, np.repeat(low, K), np.repeat(cap, K), np.repeat(cap, K), pen_rack)
+        # the rack rule per (partition, rack), over the live brokers of each rack
+        low, cap = rack_bounds(trf[mov], np.bincount(rack_of_live, minlength=K))
+        convex_arcs(net, np.repeat(pnode, K), rnode, low.ravel(), cap.ravel(), cap.ravel(), pen_rack)
 
     # candidate arcs: every movable partition to every live broker (via its rack node and topic node)
     member = membership(idx[mov], lpos, NL)

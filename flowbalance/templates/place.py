@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import PlanningError
 from ..model import PAD, ClusterState
 from .matching import DENSE_LIMIT, TOPIC_LIMIT, match
-from .sequence import TemplateSequence, broker_order
+from .sequence import NoValidTemplate, TemplateSequence, broker_order
 
 
 @dataclass
@@ -63,7 +63,12 @@ def place_by_templates(state: ClusterState, target_rf: np.ndarray, movable: np.n
             raise PlanningError(
                 f"{what} {len(rows):,} partitions; the template strategy matches groups of up to {TOPIC_LIMIT:,} "
                 f"partitions (use --strategy flow)")
-        tmpl = seq.take(k, len(rows))
+        try:
+            tmpl = seq.take(k, len(rows))
+        except NoValidTemplate:
+            raise PlanningError(
+                f"the template strategy found too few rack-valid templates for RF {k} on these racks "
+                f"({_rack_sizes(b)} live brokers per rack); use --strategy flow") from None
         c = cur[rows]
         pick, exact = match(c, tmpl, dense_limit=dense_limit)
         chosen = tmpl[pick]
@@ -82,3 +87,9 @@ def _arrivals_bound(cur: np.ndarray, tmpl: np.ndarray, n: int) -> int:
     have = np.bincount(cur[cur >= 0], minlength=n)
     need = np.bincount(tmpl.reshape(-1), minlength=n)
     return int(np.maximum(need - have, 0).sum())
+
+
+def _rack_sizes(b) -> str:
+    """Live brokers per rack, e.g. "a: 4, b: 1", for messages."""
+    ids, n = np.unique(b.rack[b.live], return_counts=True)
+    return ", ".join(f"{b.rack_names[i]}: {c}" for i, c in zip(ids.tolist(), n.tolist()))

@@ -8,17 +8,23 @@ exactly once; the later offsets (RF >= 3) advance once per such round. For broke
 seed's list: (1,2)(2,3)(3,4)(4,1), (1,3)(2,4)(3,1)(4,2), (1,4)(2,1)(3,2)(4,3).
 
 All topics draw consecutive runs from one shared counter, so leaders and pairs balance across topics as well
-as within each topic. With racks, a tuple that puts two replicas in one rack (when the partition's RF allows
-distinct racks) is skipped. When every rack has the same number of brokers, the interleaved order makes
-validity depend only on the offsets, so whole patterns are chosen valid and the balance properties still hold.
+as within each topic. With racks, a tuple that breaks the rack rule (``racks.py``: RF <= racks, two replicas in
+one rack; above, more in a rack than its share of an even spread) is skipped. When every rack has the same number
+of brokers, the interleaved order makes validity depend only on the offsets: for RF <= racks whole patterns are
+chosen valid, above it whole blocks are skipped, and the balance properties still hold.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..model import Brokers
+from ..racks import rack_bounds
 
 _SCAN_LIMIT = 64  # give up after scanning this many times the tuples asked for (only when racks forbid them)
+
+
+class NoValidTemplate(ValueError):
+    """The scan found too few tuples that keep the rack rule."""
 
 
 def broker_order(brokers: Brokers, rack_aware: bool) -> np.ndarray:
@@ -42,6 +48,7 @@ class TemplateSequence:
         self.N = len(self.order)
         self.rack = None if rack_of is None else np.asarray(rack_of, dtype=np.int64)[self.order]
         self.R = 0 if self.rack is None else len(np.unique(self.rack))
+        self.rack_sizes = None if self.rack is None else np.bincount(self.rack).astype(np.int64)
         # equal racks interleaved: rack of position i is i mod R, so validity depends on the offsets alone
         self.periodic = (self.rack is not None and self.N % self.R == 0
                          and np.array_equal(self.rack, np.tile(self.rack[: self.R], self.N // self.R)))
@@ -56,15 +63,17 @@ class TemplateSequence:
         out = np.empty((m, k), dtype=np.int64)
         got = 0
         scanned = 0
-        racks_apply = self.rack is not None and k <= self.R
+        # equal racks with RF <= racks: the patterns are valid by construction; otherwise each tuple is checked
+        racks_apply = self.rack is not None and not (self.periodic and k <= self.R)
+        if racks_apply:
+            lo, hi = rack_bounds(np.array([k]), self.rack_sizes)
         while got < m:
             g, i0 = divmod(self.position, N)
             pattern = self._pattern(k, g)
             starts = np.arange(i0, N)
             pos = (starts[:, None] + np.asarray(pattern)[None, :]) % N
-            if racks_apply and not self.periodic:
-                rk = np.sort(self.rack[pos], axis=1)
-                ok = ~(rk[:, 1:] == rk[:, :-1]).any(axis=1) if k > 1 else np.ones(len(pos), bool)
+            if racks_apply:
+                ok = _rule_holds(self.rack[pos], lo[0], hi[0])
             else:
                 ok = np.ones(len(pos), dtype=bool)
             keep = np.flatnonzero(ok)[: m - got]
@@ -75,7 +84,7 @@ class TemplateSequence:
             self.position += used_to
             scanned += used_to
             if scanned > _SCAN_LIMIT * max(m, N * N) and got < m:
-                raise ValueError("no rack-valid template tuple found")
+                raise NoValidTemplate("no rack-valid template tuple found")
         return self.order[out]
 
     def _pattern(self, k: int, g: int) -> tuple[int, ...]:
@@ -124,3 +133,11 @@ class TemplateSequence:
         if len(self._rest_cache) < 100_000:
             self._rest_cache[key] = res
         return res
+
+
+def _rule_holds(racks: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per tuple (a row of rack indices): every rack's count within [lo, hi] of the rack rule."""
+    n, k = racks.shape
+    R = len(hi)
+    counts = np.bincount((np.arange(n)[:, None] * R + racks).ravel(), minlength=n * R).reshape(n, R)
+    return ((counts >= lo) & (counts <= hi)).all(axis=1)
