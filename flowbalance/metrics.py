@@ -188,26 +188,31 @@ def rack_failover(state: ClusterState) -> Failover:
 
 
 def rack_violations(state: ClusterState, *, chunk: int = 4_000_000) -> np.ndarray:
-    """Rows of partitions with more replicas in some rack than the rack rule allows (``racks.rack_bounds`` for
-    the partition's RF over the live brokers per rack: at most one per rack while RF <= racks). Replicas on
-    removed brokers count in their rack; a rack with no live broker is capped at the level L (one while
-    RF <= racks). Vectorized: per slot, the replicas of its row in the same rack, against that rack's cap."""
+    """Rows of partitions that break the rack rule (``racks.rack_bounds`` for the partition's RF over the live
+    brokers per rack): a rack holds more than hi_r (RF <= racks: two replicas in one rack), or, when every replica
+    is in a rack with a live broker, a rack holds fewer than lo_r (an uneven spread such as 2, 2, 0 for RF 4 over
+    three racks). Replicas on removed brokers count in their rack; a rack with no live broker is capped at the
+    level L (one while RF <= racks). Vectorized over (row, rack) counts, in chunks of rows."""
     b = state.brokers
     if not b.has_racks or not b.live.any():
         return np.zeros(0, dtype=np.int64)
-    sizes = np.bincount(b.rack[b.live], minlength=len(b.rack_names)).astype(np.int64)
-    _, inv, level, _, hi = distinct_rack_bounds(state.rf, sizes)
-    cap = np.where(sizes[None, :] > 0, hi, level[:, None])  # [distinct RF, every rack]
+    NR = len(b.rack_names)
+    sizes = np.bincount(b.rack[b.live], minlength=NR).astype(np.int64)
+    _, inv, level, lo, hi = distinct_rack_bounds(state.rf, sizes)
+    dead = sizes == 0
+    cap = np.where(dead[None, :], level[:, None], hi)  # [distinct RF, every rack]
     idx = state.replica_index
     racks = np.where(idx >= 0, b.rack[np.maximum(idx, 0)], -1).astype(np.int64)
-    W = racks.shape[1]
-    step = max(1, chunk // max(W * W, 1))
+    step = max(1, chunk // max(NR, racks.shape[1], 1))
     bad = np.zeros(len(racks), dtype=bool)
     for start in range(0, len(racks), step):
         r = racks[start:start + step]
-        same = ((r[:, :, None] == r[:, None, :]) & (r[:, None, :] >= 0)).sum(axis=2)
-        limit = cap[inv[start:start + step, None], np.maximum(r, 0)]
-        bad[start:start + step] = ((same > limit) & (r >= 0)).any(axis=1)
+        n = len(r)
+        ok = r >= 0
+        counts = np.bincount((np.arange(n)[:, None] * NR + r)[ok], minlength=n * NR).reshape(n, NR)
+        u = inv[start:start + step]
+        in_live = ~(ok & dead[np.maximum(r, 0)]).any(axis=1)
+        bad[start:start + step] = (counts > cap[u]).any(axis=1) | (in_live & (counts < lo[u]).any(axis=1))
     return np.flatnonzero(bad)
 
 

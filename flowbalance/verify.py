@@ -1,5 +1,5 @@
 """Checks every plan before it is written: target RF of distinct live brokers, rack rule (``racks.py``) on the
-placed partitions, fixed partitions kept."""
+replica sets it places, fixed partitions kept."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,9 +40,11 @@ def verify_plan(before: ClusterState, after: ClusterState, target_rf: np.ndarray
     if not np.array_equal(a[~movable], c[~movable]):
         raise PlanVerificationError("a partition outside the selected topics changed")
     if racks and after.brokers.has_racks:
-        # the rule of racks.py: no rack above hi_r for the partition's RF over the live brokers per rack; only
-        # the partitions the plan may place (the ones left out keep whatever they hold)
-        bad = np.intersect1d(rack_violations(after), np.flatnonzero(movable))
+        # the rule of racks.py (each rack within [lo_r, hi_r] for the partition's RF over the live brokers per
+        # rack) on every replica set the plan places; a set it leaves as it is (topics left out, --stages without
+        # replicas) is the input's, reported by the metrics
+        placed = (np.sort(a, axis=1) != np.sort(c, axis=1)).any(axis=1)
+        bad = np.intersect1d(rack_violations(after), np.flatnonzero(placed))
         if len(bad):
             r = int(bad[0])
             raise PlanVerificationError(

@@ -292,11 +292,10 @@ def rack_failover(spec: Spec) -> dict[str, tuple[int, int, Fraction]]:
 
 
 # ---- racks -----------------------------------------------------------------------------------
-def rack_caps(k: int, live_per_rack: dict[str, int]) -> tuple[dict[str, int], int]:
+def rack_optima(k: int, live_per_rack: dict[str, int]) -> list[dict[str, int]]:
     """The rack rule by enumeration: every per-rack count vector (c_r <= live brokers of rack r, sum k) whose
-    descending sort is lexicographically smallest ("as evenly as the brokers allow"). Returns (the largest count
-    each live rack takes in such a vector, the largest entry L of the vector); when no vector fits (k above the
-    live brokers), (every rack's live brokers, k)."""
+    descending sort is lexicographically smallest ("as evenly as the brokers allow"); [] when none fits (k above
+    the live brokers)."""
     names = sorted(live_per_rack)
     best, vectors = None, []
     for c in itertools.product(*[range(min(live_per_rack[r], k) + 1) for r in names]):
@@ -307,15 +306,15 @@ def rack_caps(k: int, live_per_rack: dict[str, int]) -> tuple[dict[str, int], in
             best, vectors = key, [c]
         elif key == best:
             vectors.append(c)
-    if best is None:
-        return dict(live_per_rack), k
-    return {r: max(v[i] for v in vectors) for i, r in enumerate(names)}, (best[0] if best else 0)
+    return [dict(zip(names, v)) for v in vectors]
 
 
 def rack_violations(spec: Spec) -> list[int]:
-    """Rows (in canonical order) of partitions with more replicas in a rack than the rack rule allows (see
-    ``rack_caps``: over the live brokers per rack; a rack without live brokers is capped at L; replicas on removed
-    brokers count in their rack); empty when the brokers have no racks."""
+    """Rows (in canonical order) of partitions that break the rack rule (``rack_optima`` over the live brokers
+    per rack): a rack holds more than any optimal vector gives it (a rack without live brokers: more than the
+    largest entry L of an optimal vector; no optimal vector: more than its live brokers), or every replica is in
+    a rack with live brokers and the counts are not an optimal vector. Replicas on removed brokers count in
+    their rack. Empty when the brokers have no racks."""
     if not spec.has_racks:
         return []
     live_per_rack: dict[str, int] = {}
@@ -325,11 +324,17 @@ def rack_violations(spec: Spec) -> list[int]:
         return []
     out = []
     for i, p in enumerate(spec.partitions):
-        caps, level = rack_caps(len(p.replicas), live_per_rack)
+        k = len(p.replicas)
+        optima = rack_optima(k, live_per_rack)
+        caps = {r: max(v[r] for v in optima) for r in live_per_rack} if optima else dict(live_per_rack)
+        level = max(optima[0].values()) if optima else k
         held: dict[str, int] = {}
         for r in p.replicas:
             held[spec.brokers[r].rack] = held.get(spec.brokers[r].rack, 0) + 1
-        if any(n > caps.get(rack, level) for rack, n in held.items()):
+        above = any(n > caps.get(rack, level) for rack, n in held.items())
+        in_live = all(rack in live_per_rack for rack in held)
+        uneven = in_live and {r: held.get(r, 0) for r in live_per_rack} not in optima
+        if above or uneven:
             out.append(i)
     return out
 

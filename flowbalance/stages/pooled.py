@@ -174,11 +174,13 @@ def balance_pooled(
             supply[pnode] = kp
         supply[sink] = -int(kp.sum())
         net.set_supply(supply)
-        pen_topic, pen_rack, pen_broker = [None] * 3 if hard else penalties(1, total, net.num_nodes, 3)
+        # three levels as ever (topic < rack < broker); the rack rule itself is hard (always feasible: lo_r <=
+        # hi_r <= the rack's live brokers), so its level is unused
+        pen_topic, _, pen_broker = [None] * 3 if hard else penalties(1, total, net.num_nodes, 3)
         if forced_racks is not None:
             src, move_cap = rnode.reshape(Pm, K), cap_r.ravel()
         elif use_racks:
-            convex_arcs(net, np.repeat(pnode, K), rnode, low_r.ravel(), cap_r.ravel(), cap_r.ravel(), pen_rack)
+            convex_arcs(net, np.repeat(pnode, K), rnode, low_r.ravel(), cap_r.ravel(), cap_r.ravel(), None)
             src, move_cap = rnode.reshape(Pm, K), cap_r.ravel()
         else:
             src, move_cap = pnode.reshape(Pm, 1), kp

@@ -134,9 +134,9 @@ def balance_keep(
         move_cost = n_pref + 1
     if sized is None:
         pen = penalties(move_cost, total, net.num_nodes + Pm * NL, 3)
-        pen_topic, pen_rack, pen_broker = pen[0], pen[1], pen[2]
+        pen_topic, pen_broker = pen[0], pen[2]  # pen[1], the rack level, is unused: the rack rule is hard
     else:
-        pen_topic = pen_rack = pen_broker = None
+        pen_topic = pen_broker = None
         prefer = {}
         aidx = achieved.replica_index
         c_new = np.bincount(aidx[aidx >= 0], minlength=N).astype(np.int64)
@@ -144,9 +144,10 @@ def balance_keep(
 
     # partition -> (partition, rack) arcs
     if use_racks:
-        # the rack rule per (partition, rack), over the live brokers of each rack
+        # the rack rule per (partition, rack), over the live brokers of each rack: hard, and always feasible
+        # (lo_r <= hi_r <= the rack's live brokers, each reachable by a candidate arc)
         low, cap = rack_bounds(trf[mov], np.bincount(rack_of_live, minlength=K))
-        convex_arcs(net, np.repeat(pnode, K), rnode, low.ravel(), cap.ravel(), cap.ravel(), pen_rack)
+        convex_arcs(net, np.repeat(pnode, K), rnode, low.ravel(), cap.ravel(), cap.ravel(), None)
 
     # candidate arcs: every movable partition to every live broker (via its rack node and topic node)
     member = membership(idx[mov], lpos, NL)
