@@ -646,8 +646,9 @@ def _certificate(before, after, target_rf, per_topic, changes, mb, tstar, origin
     topics_ok = (not per_topic) or topic_spread(after).unbalanced_topics == 0
     if stage1 is not None and stage1.rack_forced and not (balanced and topics_ok):
         # RF = number of racks fixes each rack's total: the targets are shares within each rack
-        notes.append("RF equals the number of racks, so every rack's total is fixed; replicas are balanced "
-                     "within each rack (cluster-wide shares cannot all be met when racks differ in size)")
+        notes.append("the rack rule fixes each partition's replicas per rack (e.g. RF equals the number of racks), "
+                     "so every rack's total is fixed; replicas are balanced within each rack (cluster-wide shares "
+                     "cannot all be met when racks differ in size)")
         lb = stage1.bound
         if moves == lb:
             proven, reason = True, "moves equal the lower bound for balance within racks"
