@@ -8,6 +8,24 @@ import numpy as np
 from ..errors import InputError
 from ..model import PAD
 
+MAX_TOPIC_LENGTH = 249  # Kafka's limit (topic names also name directories: "<topic>-<partition>")
+_TOPIC_CHARS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+TOPIC_RULE = "Kafka allows only letters, digits, '.', '_' and '-' (at most 249)"
+
+
+@dataclass
+class PartitionStatus:
+    """What a describe says beyond the replica lists, per partition in input (line) order."""
+
+    leaderless: np.ndarray  # bool [P]: "Leader: none" or "Leader: -1"
+    offline: np.ndarray  # bool [P]: a non-empty "Offline:" list
+    under_replicated: np.ndarray  # bool [P]: an Isr field shorter than Replicas (False when no Isr printed)
+    adding: np.ndarray  # int64 [P, W], -1 padded: "Adding Replicas:"
+    removing: np.ndarray  # int64 [P, W], -1 padded: "Removing Replicas:"
+    observers: np.ndarray  # int64 [P, W], -1 padded: union of "Observers:" and "LiveObservers:"
+    constrained_topics: frozenset[str]  # topics whose header Configs contain "confluent.placement.constraints"
+    declared: dict[str, int]  # topic -> PartitionCount from its header line (topics with a header only)
+
 
 @dataclass
 class RawAssignment:
@@ -18,16 +36,26 @@ class RawAssignment:
     partition: np.ndarray  # int64 [P]
     replicas: np.ndarray  # int64 [P, K], padded with -1
     had_log_dirs: bool
-    origin: str  # "json" (place = partitions[i]) or "line" (place = line n)
+    origin: str  # "json" (place = partitions[i]), "array" (a bare JSON list: place = [i]) or "line" (line n)
     origin_pos: np.ndarray  # int64 [P]: index in the JSON list, or 1-based line number
+    status: PartitionStatus | None = None  # a describe's per-partition status (None for JSON inputs)
 
     def place(self, i: int) -> str:
         pos = int(self.origin_pos[i])
-        return f"partitions[{pos}]" if self.origin == "json" else f"line {pos}"
+        if self.origin == "line":
+            return f"line {pos}"
+        return f"[{pos}]" if self.origin == "array" else f"partitions[{pos}]"
+
+    def field_place(self, i: int, json_name: str, line_name: str) -> str:
+        """``partitions[i].topic`` for JSON, ``line n: Topic`` for a describe."""
+        return f"{self.place(i)}: {line_name}" if self.origin == "line" else f"{self.place(i)}.{json_name}"
 
 
 def replicas_matrix(lengths: list[int] | np.ndarray, flat: list[int] | np.ndarray) -> np.ndarray:
-    """Pack ragged replica lists (given by lengths and the concatenation) into a -1 padded matrix."""
+    """Pack ragged replica lists (given by lengths and the concatenation) into a -1 padded matrix.
+
+    The ids must be non-negative (check with ``first_negative`` first): a -1 would read as padding.
+    """
     lengths = np.asarray(lengths, dtype=np.int64)
     n = len(lengths)
     width = int(lengths.max()) if n else 1
@@ -40,12 +68,50 @@ def replicas_matrix(lengths: list[int] | np.ndarray, flat: list[int] | np.ndarra
     return out
 
 
+def first_negative(lengths: np.ndarray, flat: np.ndarray) -> tuple[int, int] | None:
+    """(list index, id) of the first negative id in ragged lists, or None.
+
+    Readers call it before ``replicas_matrix``, where a -1 would become padding and vanish silently."""
+    flat = np.asarray(flat)
+    neg = np.flatnonzero(flat < 0)
+    if not len(neg):
+        return None
+    k = int(neg[0])
+    row = int(np.searchsorted(np.cumsum(lengths), k, side="right"))
+    return row, int(flat[k])
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Why Kafka would refuse ``name`` as a topic name, or None when it is a valid one."""
+    if not name:
+        return "empty topic name"
+    if len(name) > MAX_TOPIC_LENGTH or name in (".", "..") or not name.isascii() or \
+            name.encode("ascii").translate(None, _TOPIC_CHARS):
+        return f"invalid topic name: {TOPIC_RULE}"
+    return None
+
+
+def _bad_topic_names(unique: list[str]) -> bool:
+    """True when one of the (distinct) names is not a valid Kafka topic name: one pass over all of them."""
+    joined = "/".join(unique)  # "/" is not allowed in a name, so a joined name cannot hide a bad one
+    return (not joined.isascii() or bool(joined.encode("ascii").translate(None, _TOPIC_CHARS + b"/"))
+            or "" in unique or "." in unique or ".." in unique or max(map(len, unique)) > MAX_TOPIC_LENGTH)
+
+
 def validate_raw(raw: RawAssignment) -> None:
-    """Checks every reader shares: negative partition, empty list, duplicate broker in a list, duplicate partition."""
+    """Checks every reader shares: topic names, negative partition, empty list, broker ids, duplicate broker in a
+    list, duplicate partition."""
     src = raw.source
     n = len(raw.partition)
     if n == 0:
         raise InputError(src, "partitions", "no partitions in the assignment")
+    # distinct names by a dict (a numpy string array would drop a trailing NUL and merge two names)
+    rank = {t: k for k, t in enumerate(dict.fromkeys(raw.topic_names))}
+    if _bad_topic_names(list(rank)):
+        i = next(k for k, t in enumerate(raw.topic_names) if topic_name_problem(t) is not None)
+        name = raw.topic_names[i]
+        raise InputError(src, raw.field_place(i, "topic", "Topic"), topic_name_problem(name), name)
+    tidx = np.fromiter(map(rank.__getitem__, raw.topic_names), dtype=np.int64, count=n)
     neg = np.flatnonzero(raw.partition < 0)
     if len(neg):
         i = int(neg[0])
@@ -78,8 +144,6 @@ def validate_raw(raw: RawAssignment) -> None:
         raise InputError(src, raw.place(i) + ".replicas", f"broker {b} appears twice in one replica list",
                          [int(x) for x in reps[i] if x != PAD])
     # duplicate (topic, partition)
-    names = np.asarray(raw.topic_names, dtype=object)
-    _, tidx = np.unique(names.astype(str), return_inverse=True)
     order = np.lexsort((raw.partition, tidx))
     same = (tidx[order][1:] == tidx[order][:-1]) & (raw.partition[order][1:] == raw.partition[order][:-1])
     d = np.flatnonzero(same)

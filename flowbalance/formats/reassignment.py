@@ -1,28 +1,48 @@
-"""Reader for Kafka's reassignment JSON, and for the text printed by ``kafka-reassign-partitions --generate``."""
+"""Reader for Kafka's reassignment JSON, and for the text printed by ``kafka-reassign-partitions --generate``
+(and ``--execute``, which prints the current assignment the same way before it starts a reassignment)."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import orjson
 
 from ..errors import InputError
 from .jsontext import parse_json
-from .raw import RawAssignment, replicas_matrix, validate_raw
+from .raw import RawAssignment, first_negative, replicas_matrix, validate_raw
 
 CURRENT_MARK = "Current partition replica assignment"
 PROPOSED_MARK = "Proposed partition reassignment configuration"
+_MAX_ID = 2**31 - 1
 
 
 def read_reassignment_json(text: str, source: str, *, line_offset: int = 0) -> RawAssignment:
-    """Parse ``{"version":1,"partitions":[{"topic","partition","replicas","log_dirs"?}]}``."""
-    doc = parse_json(text, source, line_offset=line_offset)
-    if not isinstance(doc, dict):
-        raise InputError(source, "top level", "expected a JSON object with a \"partitions\" list", type(doc).__name__)
-    if "version" in doc and (type(doc["version"]) is not int or doc["version"] != 1):
-        raise InputError(source, "version", "unsupported version (only 1 is known)", doc["version"])
-    if "partitions" not in doc:
-        raise InputError(source, "partitions", "missing field")
-    parts = doc["partitions"]
-    if not isinstance(parts, list):
-        raise InputError(source, "partitions", "wrong type: expected a list", type(parts).__name__)
+    """Parse ``{"version":1,"partitions":[{"topic","partition","replicas","log_dirs"?}]}``.
+
+    A bare list of partition objects (as some guides show a reassignment file) reads as its ``partitions``.
+    """
+    return reassignment_from_doc(parse_json(text, source, line_offset=line_offset), source)
+
+
+def reassignment_from_doc(doc: object, source: str, *, any_log_dirs_length: bool = False) -> RawAssignment:
+    """The assignment in an already parsed reassignment document.
+
+    ``any_log_dirs_length``: accept a ``log_dirs`` list of another length than ``replicas`` when every entry is
+    ``"any"`` (no preference, so nothing is lost). Kafka's own docs print such a current assignment.
+    """
+    if isinstance(doc, list):
+        parts, prefix, origin = doc, "", "array"
+    else:
+        if not isinstance(doc, dict):
+            raise InputError(source, "top level", "expected a JSON object with a \"partitions\" list",
+                             type(doc).__name__)
+        if "version" in doc and (type(doc["version"]) is not int or doc["version"] != 1):
+            raise InputError(source, "version", "unsupported version (only 1 is known)", doc["version"])
+        if "partitions" not in doc:
+            raise InputError(source, "partitions", "missing field")
+        parts, prefix, origin = doc["partitions"], "partitions", "json"
+        if not isinstance(parts, list):
+            raise InputError(source, "partitions", "wrong type: expected a list", type(parts).__name__)
     n = len(parts)
     topics: list[str] = [""] * n
     pnum = np.empty(n, dtype=np.int64)
@@ -30,22 +50,25 @@ def read_reassignment_json(text: str, source: str, *, line_offset: int = 0) -> R
     flat: list = []
     had_log_dirs = False
     for i, e in enumerate(parts):
+        at = f"{prefix}[{i}]"
         if type(e) is not dict:
-            raise InputError(source, f"partitions[{i}]", "wrong type: expected an object", type(e).__name__)
+            raise InputError(source, at, "wrong type: expected an object", type(e).__name__)
         try:
             t = e["topic"]
             p = e["partition"]
             reps = e["replicas"]
         except KeyError as missing:
-            raise InputError(source, f"partitions[{i}].{missing.args[0]}", "missing field") from None
+            raise InputError(source, f"{at}.{missing.args[0]}", "missing field") from None
         if type(t) is not str:
-            raise InputError(source, f"partitions[{i}].topic", "wrong type: expected a string", t)
+            raise InputError(source, f"{at}.topic", "wrong type: expected a string", t)
         if not t:
-            raise InputError(source, f"partitions[{i}].topic", "empty topic name", t)
+            raise InputError(source, f"{at}.topic", "empty topic name", t)
         if type(p) is not int:
-            raise InputError(source, f"partitions[{i}].partition", "wrong type: expected an integer", p)
+            raise InputError(source, f"{at}.partition", "wrong type: expected an integer", p)
+        if not -(2**63) <= p < 2**63:
+            raise InputError(source, f"{at}.partition", "partition number out of range (0 .. 2147483647)", p)
         if type(reps) is not list:
-            raise InputError(source, f"partitions[{i}].replicas", "wrong type: expected a list of broker ids", reps)
+            raise InputError(source, f"{at}.replicas", "wrong type: expected a list of broker ids", reps)
         topics[i] = t
         pnum[i] = p
         lengths[i] = len(reps)
@@ -54,32 +77,40 @@ def read_reassignment_json(text: str, source: str, *, line_offset: int = 0) -> R
         if dirs is not None:
             had_log_dirs = True
             if type(dirs) is not list or not all(type(d) is str for d in dirs):
-                raise InputError(source, f"partitions[{i}].log_dirs", "wrong type: expected a list of strings", dirs)
-            if len(dirs) != len(reps):
-                raise InputError(
-                    source, f"partitions[{i}].log_dirs",
-                    f"has {len(dirs)} entries but replicas has {len(reps)}", dirs,
-                )
+                raise InputError(source, f"{at}.log_dirs", "wrong type: expected a list of strings", dirs)
+            if len(dirs) != len(reps) and not (any_log_dirs_length and all(d == "any" for d in dirs)):
+                raise InputError(source, f"{at}.log_dirs", f"has {len(dirs)} entries but replicas has {len(reps)}",
+                                 dirs)
     ids = _int_array(flat)
-    if ids is None:
-        # find the first offending broker id for a precise message
-        for i, e in enumerate(parts):
-            for v in e["replicas"]:
-                if type(v) is not int:
-                    raise InputError(source, f"partitions[{i}].replicas", "broker id must be an integer", v)
-                if not -(2**31) <= v < 2**31:
-                    raise InputError(source, f"partitions[{i}].replicas", "broker id out of range", v)
+    if ids is None or (len(ids) and (int(ids.min()) < 0 or int(ids.max()) > _MAX_ID)):
+        _raise_bad_id(parts, prefix, source)
     raw = RawAssignment(
         source=source,
         topic_names=topics,
         partition=pnum,
         replicas=replicas_matrix(lengths, ids),
         had_log_dirs=had_log_dirs,
-        origin="json",
+        origin=origin,
         origin_pos=np.arange(n, dtype=np.int64),
     )
     validate_raw(raw)
     return raw
+
+
+def _raise_bad_id(parts: list, prefix: str, source: str) -> None:
+    """Name the first broker id that is not an integer from 0 to 2^31 - 1 (run once a bulk check failed).
+
+    A negative id is refused here, before the lists are packed: -1 is the padding of the replica matrix and
+    would otherwise vanish from the list without a word."""
+    for i, e in enumerate(parts):
+        for v in e["replicas"]:
+            if type(v) is not int:
+                raise InputError(source, f"{prefix}[{i}].replicas", "broker id must be an integer", v)
+            if v < 0:
+                raise InputError(source, f"{prefix}[{i}].replicas", "broker id must not be negative", v)
+            if v > _MAX_ID:
+                raise InputError(source, f"{prefix}[{i}].replicas", "broker id out of range", v)
+    raise AssertionError(f"{source}: a bulk broker id check failed but no id is bad")  # the checks disagree: a bug
 
 
 def _int_array(values: list) -> np.ndarray | None:
@@ -88,24 +119,54 @@ def _int_array(values: list) -> np.ndarray | None:
         return np.empty(0, dtype=np.int64)
     try:
         arr = np.array(values)
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, TypeError):
         return None
-    if arr.dtype.kind != "i":
-        return None  # floats, strings, objects (huge ints), or bools (kind 'b')
+    if arr.dtype.kind != "i" or arr.ndim != 1:
+        return None  # floats, strings, objects (huge ints), nested lists, or bools (kind 'b')
     if any(type(v) is bool for v in values):
         return None
     return arr.astype(np.int64)
 
 
 def read_generate_output(text: str, source: str) -> RawAssignment:
-    """Parse the JSON that follows "Current partition replica assignment" in ``--generate`` output."""
+    """The current assignment in ``kafka-reassign-partitions --generate`` or ``--execute`` output.
+
+    That is the first JSON value after the "Current partition replica assignment" line; what follows it (the
+    proposed configuration, "Save this to use as the --reassignment-json-file option during rollback",
+    "Successfully started partition reassignment(s) for ...") is ignored.
+    """
     at = text.find(CURRENT_MARK)
     if at < 0:
         raise InputError(source, "", f"no \"{CURRENT_MARK}\" line found")
     start = text.find("{", at)
     if start < 0:
         raise InputError(source, "", f"no JSON after \"{CURRENT_MARK}\"")
+    doc = _first_json_value(text, start, source)
+    return reassignment_from_doc(doc, source, any_log_dirs_length=True)
+
+
+def _first_json_value(text: str, start: int, source: str) -> object:
+    """The JSON value that starts at ``text[start]``, ignoring whatever text follows it.
+
+    orjson reads the usual case (the value up to the next known line, or up to where orjson says unexpected
+    content begins); the standard library's ``raw_decode`` settles the rest and places errors by line and column
+    of the whole text."""
     end = text.find(PROPOSED_MARK, start)
     body = text[start:end] if end >= 0 else text[start:]
-    line_offset = text.count("\n", 0, start)
-    return read_reassignment_json(body, source, line_offset=line_offset)
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        cut = err.pos if isinstance(err.pos, int) and 0 < err.pos < len(body) else None
+    if cut is not None:
+        try:
+            return orjson.loads(body[:cut])
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return json.JSONDecoder().raw_decode(text, start)[0]
+    except json.JSONDecodeError as err:
+        line_start = text.rfind("\n", 0, err.pos) + 1
+        raise InputError(source, f"line {text.count(chr(10), 0, err.pos) + 1} column {err.pos - line_start + 1}",
+                         f"malformed JSON: {err.msg}") from None
+    except RecursionError:
+        raise InputError(source, "", "malformed JSON: nested too deeply") from None
