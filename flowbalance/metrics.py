@@ -192,7 +192,8 @@ def rack_violations(state: ClusterState, *, chunk: int = 4_000_000) -> np.ndarra
     brokers per rack): a rack holds more than hi_r (RF <= racks: two replicas in one rack), or, when every replica
     is in a rack with a live broker, a rack holds fewer than lo_r (an uneven spread such as 2, 2, 0 for RF 4 over
     three racks). Replicas on removed brokers count in their rack; a rack with no live broker is capped at the
-    level L (one while RF <= racks). Vectorized over (row, rack) counts, in chunks of rows."""
+    level L (one while RF <= racks). An RF above the live brokers has no placement at all (the planner refuses
+    it), so the rule does not apply to it. Vectorized over (row, rack) counts, in chunks of rows."""
     b = state.brokers
     if not b.has_racks or not b.live.any():
         return np.zeros(0, dtype=np.int64)
@@ -213,7 +214,7 @@ def rack_violations(state: ClusterState, *, chunk: int = 4_000_000) -> np.ndarra
         u = inv[start:start + step]
         in_live = ~(ok & dead[np.maximum(r, 0)]).any(axis=1)
         bad[start:start + step] = (counts > cap[u]).any(axis=1) | (in_live & (counts < lo[u]).any(axis=1))
-    return np.flatnonzero(bad)
+    return np.flatnonzero(bad & (state.rf <= int(sizes.sum())))
 
 
 @dataclass

@@ -312,9 +312,9 @@ def rack_optima(k: int, live_per_rack: dict[str, int]) -> list[dict[str, int]]:
 def rack_violations(spec: Spec) -> list[int]:
     """Rows (in canonical order) of partitions that break the rack rule (``rack_optima`` over the live brokers
     per rack): a rack holds more than any optimal vector gives it (a rack without live brokers: more than the
-    largest entry L of an optimal vector; no optimal vector: more than its live brokers), or every replica is in
-    a rack with live brokers and the counts are not an optimal vector. Replicas on removed brokers count in
-    their rack. Empty when the brokers have no racks."""
+    largest entry L of an optimal vector), or every replica is in a rack with live brokers and the counts are not
+    an optimal vector. Replicas on removed brokers count in their rack. An RF above the live brokers (no optimal
+    vector) has no placement at all and is not counted. Empty when the brokers have no racks."""
     if not spec.has_racks:
         return []
     live_per_rack: dict[str, int] = {}
@@ -326,8 +326,10 @@ def rack_violations(spec: Spec) -> list[int]:
     for i, p in enumerate(spec.partitions):
         k = len(p.replicas)
         optima = rack_optima(k, live_per_rack)
-        caps = {r: max(v[r] for v in optima) for r in live_per_rack} if optima else dict(live_per_rack)
-        level = max(optima[0].values()) if optima else k
+        if not optima:
+            continue
+        caps = {r: max(v[r] for v in optima) for r in live_per_rack}
+        level = max(optima[0].values())
         held: dict[str, int] = {}
         for r in p.replicas:
             held[spec.brokers[r].rack] = held.get(spec.brokers[r].rack, 0) + 1

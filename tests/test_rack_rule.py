@@ -120,15 +120,16 @@ def _state(rack_of: dict[int, str], removed: list[int], rows: list[tuple[str, li
 
 
 def breaks_rule(replicas: list[int], rack_of: dict[int, str], live: list[int]) -> bool:
-    """Independent per-partition check (see metrics.rack_violations): a rack above every optimal vector's count
-    (a rack without live brokers: above L), or, every replica on a live rack, counts that are not optimal."""
+    """Independent per-partition check (see metrics.rack_violations): a rack above the most an optimal vector gives it
+    (a rack without live brokers: above L), or, every replica on a live rack, counts that are not optimal; an RF
+    above the live brokers has no placement and is not counted."""
     live_racks = sorted({rack_of[x] for x in live})
     sizes = [sum(rack_of[x] == r for x in live) for r in live_racks]
     best = optima(len(replicas), sizes)
     held = Counter(rack_of[x] for x in replicas)
     vec = tuple(held.get(r, 0) for r in live_racks)
     if not best:
-        return any(held.get(r, 0) > s for r, s in zip(live_racks, sizes)) or set(held) <= set(live_racks)
+        return False
     level = max(next(iter(best)), default=0)
     caps = {r: max(v[i] for v in best) for i, r in enumerate(live_racks)}
     above = any(n > caps.get(r, level) for r, n in held.items())
@@ -313,7 +314,8 @@ def test_rf4_over_racks_of_4_and_1_plans_3_plus_1():
 
 def test_rf5_over_racks_of_3_3_1_is_2_2_1_and_rf_above_the_brokers_is_refused():
     rack_of = {1: "a", 2: "a", 3: "a", 4: "b", 5: "b", 6: "b", 7: "c"}
-    rows = [(t, list(r)) for t in ("x", "y") for r in itertools.islice(itertools.permutations(range(1, 8), 3), 0, 40, 7)]
+    spread = itertools.islice(itertools.permutations(range(1, 8), 3), 0, 40, 7)
+    rows = [(t, list(r)) for r in spread for t in ("x", "y")]
     state = _state(rack_of, [], rows)
     p = plan(state, replication_factor=5)
     assert_rule_kept(p, rack_of)
@@ -326,7 +328,8 @@ def test_rf5_over_racks_of_3_3_1_is_2_2_1_and_rf_above_the_brokers_is_refused():
 
 def test_disk_stage_and_bytes_objective_keep_the_rule_on_uneven_racks():
     rack_of = {1: "a", 2: "a", 3: "a", 4: "a", 5: "b", 6: "b"}
-    rows = [(t, list(r)) for t in ("x", "y") for r in itertools.islice(itertools.permutations(range(1, 7), 4), 0, 60, 9)]
+    spread = itertools.islice(itertools.permutations(range(1, 7), 4), 0, 60, 9)
+    rows = [(t, list(r)) for r in spread for t in ("x", "y")]
     sizes = [(i * 37 % 11 + 1) * 1000 for i in range(len(rows))]
     state = _state(rack_of, [], rows, sizes)
     for kw in ({"objective": "bytes"}, {"balance": "count+bytes"}, {"balance": "bytes"}):

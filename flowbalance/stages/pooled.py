@@ -105,8 +105,9 @@ def balance_pooled(
         rt = np.bincount(tpos, weights=kp, minlength=Tm).astype(np.int64)
         tlo, thi = share_intervals(rt, b.weight[live_idx])
         c_tb = np.bincount(tpos[kr] * NL + kb, minlength=Tm * NL)
-    forced_racks = rack_forced_intervals(b, live_idx, rack_of_live, K, kp, fixed_c,
-                                         tpos if (per_topic and Pm) else None, Tm) if (use_racks and count_targets) else None
+    forced_racks = (rack_forced_intervals(b, live_idx, rack_of_live, K, kp, fixed_c,
+                                          tpos if (per_topic and Pm) else None, Tm)
+                    if (use_racks and count_targets) else None)
     if forced_racks is not None:
         lo, hi = forced_racks[0], forced_racks[1]
         if per_topic and Pm:
