@@ -1,25 +1,36 @@
-"""The typer application: registers the commands and turns bad input into one line and exit code 2."""
+"""The typer application: registers the commands and turns bad input into one line and exit code 2.
+
+Interrupts end in one line too: Ctrl-C (SIGINT) is ``flowbalance: interrupted``, exit 130; SIGTERM is
+``flowbalance: terminated``, exit 143. Both delete the temporary files of an unfinished write first.
+"""
 from __future__ import annotations
 
+import signal
 import sys
 
-import typer
+try:  # Ctrl-C while the command line loads (numpy, typer, ...): one line, not an import traceback
+    import typer
 
-try:  # typer >= 0.20 vendors click as typer._click
-    from typer._click import exceptions as cx
-except ImportError:  # pragma: no cover - older typer depends on click
-    from click import exceptions as cx
+    try:  # typer >= 0.20 vendors click as typer._click
+        from typer._click import exceptions as cx
+    except ImportError:  # pragma: no cover - older typer depends on click
+        from click import exceptions as cx
 
-from flowbalance import __version__
-from flowbalance.errors import InputError, PlanningError
+    from flowbalance import __version__
+    from flowbalance.errors import InputError, PlanningError
+    from flowbalance.formats.writers import remove_pending
 
-from .batches import batches
-from .check import check
-from .compare import compare
-from .fleet import fleet
-from .generate import generate
-from .plan import plan_command
-from .report import report
+    from .batches import batches
+    from .check import check
+    from .compare import compare
+    from .fleet import fleet
+    from .generate import generate
+    from .plan import plan_command
+    from .render import escape_controls
+    from .report import report
+except KeyboardInterrupt:  # pragma: no cover - timing dependent
+    sys.stderr.write("flowbalance: interrupted\n")
+    raise SystemExit(130) from None
 
 _Abort = getattr(cx, "Abort", KeyboardInterrupt)  # typer's vendored click may not export Abort
 
@@ -55,16 +66,65 @@ app.command("fleet")(fleet)
 
 
 def _fail(text: str) -> int:
-    sys.stderr.write(f"flowbalance: error: {text}\n")
+    sys.stderr.write(f"flowbalance: error: {escape_controls(text)}\n")
     return 2
 
 
+class Terminated(BaseException):
+    """Raised by the SIGTERM handler ``main`` installs; a BaseException like KeyboardInterrupt, so no
+    ``except Exception`` on the way swallows it and every ``finally`` and ``with`` block runs."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+def _interrupted(what: str, code: int) -> int:
+    """Delete unfinished temporary files and say so in one line; further signals are ignored meanwhile."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        _set_handler(sig, signal.SIG_IGN)
+    remove_pending()
+    sys.stderr.write(f"flowbalance: {what}\n")
+    return code
+
+
+def _set_handler(sig: int, handler):
+    """Install ``handler``; the previous one, or None where handlers cannot be set (not the main thread)."""
+    try:
+        return signal.signal(sig, handler)
+    except (ValueError, OSError):  # pragma: no cover - not the main thread
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: run the app; bad input and usage errors end in one line on stderr, exit 2."""
+    """Console entry point: run the app; bad input and usage errors end in one line on stderr, exit 2.
+
+    SIGTERM is turned into :class:`Terminated` while the command runs (the previous handlers are restored
+    after, for callers that run ``main`` in-process). SIGINT keeps Python's KeyboardInterrupt (Spark installs
+    its own SIGINT handler, which cancels the jobs and raises KeyboardInterrupt too).
+    """
+    previous = {signal.SIGINT: signal.getsignal(signal.SIGINT), signal.SIGTERM: _set_handler(signal.SIGTERM, _on_sigterm)}
+    try:
+        _run(argv)
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:
+                _set_handler(sig, handler)
+    return 0  # pragma: no cover - _run always raises SystemExit
+
+
+def _run(argv: list[str] | None) -> int:
+    """Run the app and turn every way it can end into an exit code (raises SystemExit)."""
     try:
         rc = app(args=argv, prog_name="flowbalance", standalone_mode=False)
+        if rc == 130:  # typer turns a KeyboardInterrupt inside a command into exit code 130
+            return _exit(_interrupted("interrupted", 130))
     except SystemExit:
         raise
+    except KeyboardInterrupt:
+        return _exit(_interrupted("interrupted", 130))
+    except Terminated:
+        return _exit(_interrupted("terminated", 143))
     except InputError as err:
         return _exit(_fail(err.line()))
     except PlanningError as err:
@@ -77,10 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         return _exit(_fail(f"{cmd}: {err.format_message()}{_given(err, argv)}"))
     except cx.ClickException as err:
         return _exit(_fail(err.format_message()))
-    except _Abort:
+    except _Abort as err:
+        if isinstance(err.__context__, KeyboardInterrupt):
+            return _exit(_interrupted("interrupted", 130))
         return _exit(_fail("aborted"))
-    except KeyboardInterrupt:
-        return _exit(_fail("interrupted"))
     except BrokenPipeError:
         return _exit(0)
     return _exit(rc if isinstance(rc, int) else 0)

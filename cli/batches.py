@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Optional
 
-import orjson
 import typer
 from rich.table import Table
 
-from flowbalance.batches import Batches, check_options, format_duration, split_plan
+from flowbalance.batches import Batches, check_options, format_duration, split_plan, verify_batches
 from flowbalance.planfile import read_plan
 from flowbalance.errors import InputError
 from flowbalance.formats.writers import election_json, reassignment_json, write_atomic
@@ -20,7 +20,7 @@ from . import options as o
 from .progress import Steps
 from flowbalance.summary import format_bytes as _bytes
 
-from .render import console
+from .render import console, json_text, safe_text, warn
 
 PLACEHOLDER = "$BOOTSTRAP"
 MAX_TABLE_ROWS = 40
@@ -36,7 +36,8 @@ def steps_text(res: Batches, folder: str, names: list[str], bootstrap: str, thro
                seconds: list[float | None]) -> str:
     """The commands to run, in order: each batch's --execute and --verify, then the preferred leader election."""
     def path(name: str) -> str:
-        return str(Path(folder) / name)
+        # quoted for the shell: the commands are meant to be pasted, whatever the folder is called
+        return shlex.quote(str(Path(folder) / name))
 
     bs = bootstrap
     n = len(res)
@@ -147,7 +148,7 @@ def render(d: dict, con) -> None:
         con.print(f"Estimated copy time at {lim['throttle']} B/s: {format_duration(t['estimated_seconds'])}"
                   + ("" if t["estimated_seconds"] is not None else " (partition sizes unknown: give --sizes)"))
     con.print(f"Leader changes: {t['leader_changes']}; wrote {len(d['files'])} files: "
-              f"{', '.join(Path(f).name for f in d['files'][:6])}{', ...' if len(d['files']) > 6 else ''}")
+              f"{', '.join(safe_text(Path(f).name) for f in d['files'][:6])}{', ...' if len(d['files']) > 6 else ''}")
 
 
 def batches(
@@ -191,6 +192,7 @@ def batches(
         res = split_plan(loaded.state, pf.final, max_moves_per_broker=max_moves_per_broker,
                          max_bytes_per_batch=max_bytes_per_batch, one_replica_per_partition=one_replica_per_partition,
                          order=order, rank=pf.rank)
+        verify_batches(res)  # every batch file and the rollback, as written, before anything is written
         steps.step("writing files")
     warnings = list(loaded.warnings) + list(res.warnings)
     if throttle and not res.sizes_known and len(res):
@@ -218,7 +220,7 @@ def batches(
     write_atomic(files, inputs)
 
     for w in warnings:
-        sys.stderr.write(f"flowbalance: warning: {w}\n")
+        warn(w)
     limits = {
         "max_moves_per_broker": max_moves_per_broker,
         "max_bytes_per_batch": max_bytes_per_batch,
@@ -231,6 +233,6 @@ def batches(
     if quiet:
         return
     if json_out:
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(json_text(data, sort_keys=False))
     else:
         render(data, console())

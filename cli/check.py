@@ -5,7 +5,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import orjson
 import typer
 
 from flowbalance.load import load_cluster, mark_removed, parse_broker_ids
@@ -13,7 +12,7 @@ from flowbalance.metrics import measure
 from flowbalance.summary import Thresholds, evaluate, metrics_dict
 
 from . import options as o
-from .render import console, render_check
+from .render import console, json_text, render_check, warn
 
 
 def check(
@@ -46,12 +45,12 @@ def check(
     checks = evaluate(state, m, th)
     data = metrics_dict(state, m)
     for w in loaded.warnings:
-        sys.stderr.write(f"flowbalance: warning: {w}\n")
+        warn(w)
     if json_out:
         data["checks"] = checks
         data["balanced"] = all(checks.values())
         data["warnings"] = loaded.warnings
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+        sys.stdout.write(json_text(data))
     else:
         render_check(data, checks, console())
     raise typer.Exit(0 if all(checks.values()) else 1)

@@ -5,8 +5,6 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-import orjson
-
 from flowbalance.load import load_cluster
 from flowbalance.plan import STRATEGIES, plan
 from flowbalance.summary import compare_summary
@@ -14,7 +12,7 @@ from flowbalance.summary import compare_summary
 from . import options as o
 from .plan import request
 from .progress import Steps
-from .render import console, render_compare
+from .render import console, json_text, render_compare, warn
 
 
 def compare(
@@ -41,9 +39,9 @@ def compare(
         plans = {s: plan(loaded.state, strategy=s, progress=lambda name, s=s: steps.step(f"{s}: {name}"), **req)
                  for s in STRATEGIES}
     for w in loaded.warnings:
-        sys.stderr.write(f"flowbalance: warning: {w}\n")
+        warn(w)
     data = compare_summary(plans)
     if json_out:
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+        sys.stdout.write(json_text(data))
     else:
         render_compare(data, console())

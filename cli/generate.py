@@ -10,7 +10,9 @@ import typer
 from flowbalance.errors import InputError
 from flowbalance.formats.dumps import brokers_csv, brokers_json, describe_text, generate_text, logdirs_text
 from flowbalance.formats.writers import reassignment_json, write_atomic
-from flowbalance.generate import LAYOUTS, MAX_BROKERS, generate_cluster
+
+from .render import escape_controls
+from flowbalance.generate import LAYOUTS, MAX_BROKERS, MAX_REPLICAS, MAX_TOPICS, generate_cluster
 
 # --formats name -> file written in --out
 FORMAT_FILES = {
@@ -61,7 +63,8 @@ def generate(
     brokers: Annotated[int, typer.Option("--brokers", help=f"Number of brokers (1 .. {MAX_BROKERS}).")],
     out: Annotated[Path, typer.Option("-o", "--out", help="Folder to write into (created if missing).")],
     racks: Annotated[int, typer.Option("--racks", help="Number of racks r0..rK-1, brokers round-robin (0 = no racks).")] = 0,
-    topics: Annotated[int, typer.Option("--topics", help="Number of topics (topic-0000, ...).")] = 10,
+    topics: Annotated[int, typer.Option("--topics", help=f"Number of topics (topic-0000, ...; at most {MAX_TOPICS:,}); "
+                                                         f"topics x partitions x RF is at most {MAX_REPLICAS:,} replicas.")] = 10,
     partitions: Annotated[str, typer.Option("--partitions", help="Partitions per topic: P, or LO-HI for uniform random.")] = "12",
     rf: Annotated[Optional[int], typer.Option("--rf", help="Replication factor (default: 3, or the broker count if smaller).")] = None,
     skew: Annotated[float, typer.Option("--skew", help="Load skew of the random layout: lognormal sigma of broker factors (0 = uniform).")] = 0.0,
@@ -95,7 +98,7 @@ def generate(
     files = {str(folder / FORMAT_FILES[f]): writers[f]() for f in chosen}
     write_atomic(files)
     typer.echo(
-        f"wrote {', '.join(FORMAT_FILES[f] for f in chosen)} to {folder}: "
+        f"wrote {', '.join(FORMAT_FILES[f] for f in chosen)} to {escape_controls(folder)}: "
         f"{state.num_partitions:,} partitions, {state.num_replicas:,} replicas on {len(state.brokers):,} brokers"
     )
 

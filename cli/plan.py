@@ -5,7 +5,6 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-import orjson
 import typer
 
 from flowbalance.errors import InputError
@@ -19,7 +18,7 @@ from flowbalance.summary import plan_summary
 
 from . import options as o
 from .progress import Steps
-from .render import console, render_plan
+from .render import console, json_text, render_plan, warn
 from .report_view import render_report
 
 
@@ -81,13 +80,13 @@ def plan_command(
             files[str(election)] = election_json(p.after, p.changes.leader_changed_rows)
         write_atomic(files, inputs)
     for w in loaded.warnings:
-        sys.stderr.write(f"flowbalance: warning: {w}\n")
+        warn(w)
     data = plan_summary(p)
     data["files"] = sorted(files)
     if quiet:
         return
     if json_out:
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+        sys.stdout.write(json_text(data))
         return
     con = console()
     render_report(build_report(p.before, p.after, proven_optimal=p.certificate.proven_optimal,

@@ -1,7 +1,18 @@
-"""Terminal rendering with rich: colours on a terminal, plain text when piped. Works from plain data dicts."""
+"""Terminal rendering with rich: colours on a terminal, plain text when piped. Works from plain data dicts.
+
+Every name read from input (racks, topics, partitions, cluster names, file paths, warnings, notes) goes through
+:func:`safe_text` before it reaches a rich string, and through :func:`escape_controls` before a plain
+``sys.stderr.write``: input can neither inject rich markup nor terminal escape sequences.
+"""
 from __future__ import annotations
 
+import re
+import sys
+import unicodedata
+
+import orjson
 from rich.console import Console
+from rich.markup import escape as _markup_escape
 from rich.table import Table
 
 from flowbalance.summary import format_bytes as _bytes
@@ -9,8 +20,71 @@ from flowbalance.summary import format_bytes as _bytes
 MAX_BROKER_ROWS = 40
 
 
+# Unicode categories never shown raw: controls (C0, DEL, C1), format characters (bidi overrides, zero-width),
+# lone surrogates (undecodable bytes in a path), line and paragraph separators.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_NON_ASCII_OR_DEL = re.compile(r"[^\x00-\x7e]")
+
+
+def _hidden(ch: str) -> bool:
+    return not ch.isprintable() and unicodedata.category(ch) in _HIDDEN
+
+
+def _escaped(ch: str) -> str:
+    """``\\x1b``, ``\\u202e`` or ``\\U000e0001``: the character's code, as Python writes it."""
+    n = ord(ch)
+    if n < 0x100:
+        return f"\\x{n:02x}"
+    return f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
+def escape_controls(value: object) -> str:
+    """``str(value)`` with every control, format (bidi), separator and surrogate character shown as its escape.
+
+    For plain text written to a terminal (stderr warnings and errors): a name read from input must not move
+    the cursor, clear the screen or reorder what the operator reads. Printable text is returned unchanged.
+    """
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(_escaped(ch) if _hidden(ch) else ch for ch in text)
+
+
+def safe_text(value: object) -> str:
+    """``value`` ready to embed in a rich markup string: controls escaped (:func:`escape_controls`), then
+    rich's markup escaped, so ``[/a]`` or ``[bold red]x[/bold red]`` shows literally instead of failing or styling."""
+    return _markup_escape(escape_controls(value))
+
+
+def warn(text: object) -> None:
+    """One ``flowbalance: warning: ...`` line on stderr, controls escaped."""
+    sys.stderr.write(f"flowbalance: warning: {escape_controls(text)}\n")
+
+
+def json_text(data: object, *, sort_keys: bool = True) -> str:
+    """Indented JSON for ``--json``, with a newline. orjson escapes C0 controls; DEL, C1, bidi and other format
+    characters it writes raw, so they are written here as ``\\uXXXX`` too (the same JSON value, safe to view)."""
+    opt = orjson.OPT_INDENT_2 | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+    text = orjson.dumps(data, option=opt).decode()
+    if not text.isascii() or "\x7f" in text:
+        text = _NON_ASCII_OR_DEL.sub(_json_escape, text)
+    return text + "\n"
+
+
+def _json_escape(m: re.Match) -> str:
+    ch = m.group(0)
+    if not _hidden(ch):
+        return ch
+    n = ord(ch)
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    n -= 0x10000
+    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
+
+
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    """The stdout console: no highlighting and no emoji codes (``:smile:`` in a name stays text)."""
+    return Console(highlight=False, soft_wrap=True, emoji=False)
 
 
 def _mark(ok: bool | None) -> str:
@@ -41,8 +115,8 @@ def broker_table(rows: list[dict], title: str = "Brokers") -> Table:
         target = f"{r['target_min']}" if r["target_min"] == r["target_max"] else f"{r['target_min']}-{r['target_max']}"
         bad = r["replicas"] < r["target_min"] or r["replicas"] > r["target_max"]
         reps = f"[yellow]{r['replicas']}[/yellow]" if bad else str(r["replicas"])
-        name = f"{r['broker']}" + (" [dim](remove)[/dim]" if r["removed"] else "")
-        cells = [name, r["rack"] or "-", reps, target, str(r["leaders"])]
+        name = safe_text(r["broker"]) + (" [dim](remove)[/dim]" if r["removed"] else "")
+        cells = [name, safe_text(r["rack"]) if r["rack"] else "-", reps, target, str(r["leaders"])]
         if has_bytes:
             cells.append(_bytes(r["bytes"]))
         t.add_row(*cells)
@@ -66,7 +140,8 @@ def render_check(data: dict, checks: dict[str, bool], con: Console) -> None:
     t.add_row("replicas per broker", f"spread {r['spread']} (min {r['min']}, max {r['max']}){extra}",
               _mark(checks.get("replicas") and checks.get("removed_brokers_empty")))
     tp = data["topics"]
-    t.add_row("per-topic spread", f"{tp['worst_spread']} (worst: {tp['worst_topic']}; {tp['unbalanced_topics']} topics off ±1)",
+    t.add_row("per-topic spread", f"{tp['worst_spread']} (worst: {safe_text(tp['worst_topic'])}; "
+                                  f"{tp['unbalanced_topics']} topics off ±1)",
               _mark(checks.get("topics")))
     ld = data["leaders"]
     t.add_row("leaders per broker", f"spread {ld['spread']} (min {ld['min']}, max {ld['max']})", _mark(checks.get("leaders")))
@@ -74,19 +149,20 @@ def render_check(data: dict, checks: dict[str, bool], con: Console) -> None:
         by = data["bytes"]
         t.add_row("bytes per broker", f"max/mean {by['max_over_mean']}, total {_bytes(by['total'])}", "")
     fo = data["failover"]
-    t.add_row("failover, one broker down", f"worst spread {fo['worst_spread']} (when broker {fo['worst_broker']} fails)",
+    t.add_row("failover, one broker down", f"worst spread {fo['worst_spread']} (when broker {safe_text(fo['worst_broker'])} fails)",
               _mark(checks.get("failover")))
     rf = data["rack_failover"]
     if rf["table"]:
-        t.add_row("failover, one rack down", f"worst spread {rf['worst_spread']} (when rack {rf['worst_rack']} fails)", "")
+        t.add_row("failover, one rack down", f"worst spread {rf['worst_spread']} (when rack {safe_text(rf['worst_rack'])} fails)", "")
     rv = data["rack_violations"]
-    listed = f" ({', '.join(rv['partitions'][:5])}{', ...' if rv['count'] > 5 else ''})" if rv["count"] else ""
+    listed = (f" ({', '.join(map(safe_text, rv['partitions'][:5]))}{', ...' if rv['count'] > 5 else ''})"
+              if rv["count"] else "")
     t.add_row("rack violations", f"{rv['count']}{listed}", _mark(checks.get("racks")))
     t.add_row("M* (fewest moves to balance)", str(data["min_moves"]), "")
     con.print(t)
     failed = [k for k, v in checks.items() if not v]
     if failed:
-        con.print(f"[bold red]Not balanced[/bold red]: {', '.join(failed)}")
+        con.print(f"[bold red]Not balanced[/bold red]: {', '.join(map(safe_text, failed))}")
     else:
         con.print("[bold green]Balanced[/bold green]: every check passes")
 
@@ -102,7 +178,7 @@ def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
         why = "already meets every target (pre-check)" if d["skipped_by_precheck"] else "no change improves it"
         con.print(f"[bold green]Nothing to do[/bold green]: the cluster {why}.")
     proof = "[green]proven optimal[/green]" if d["proven_optimal"] else "[yellow]not proven optimal[/yellow]"
-    con.print(f"[bold]Replica moves[/bold]: {d['moves']}  (lower bound {d['lower_bound']}, M* {d['min_moves']}) — {proof}: {d['optimality']}")
+    con.print(f"[bold]Replica moves[/bold]: {d['moves']}  (lower bound {d['lower_bound']}, M* {d['min_moves']}) — {proof}: {safe_text(d['optimality'])}")
     if d["bytes_to_move"] is not None:
         con.print(f"Bytes to move: {_bytes(d['bytes_to_move'])}")
     bo = d.get("bytes_objective")
@@ -116,9 +192,9 @@ def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
         mm = dk["max_over_mean"]
         ok = "[green]within[/green]" if dk["within_tolerance"] else "[yellow]not within[/yellow]"
         gap = "" if dk["gap"] is None else f", gap {dk['gap'] * 100:.1f} %"
-        con.print(f"Disk ({dk['balance']}): max/mean {mm[0]:.3f} → {mm[1]:.3f}, {ok} tolerance {dk['tolerance']:.3f}; "
+        con.print(f"Disk ({safe_text(dk['balance'])}): max/mean {mm[0]:.3f} → {mm[1]:.3f}, {ok} tolerance {dk['tolerance']:.3f}; "
                   f"bytes {_bytes(dk['bytes_moved'])} against a lower bound of {_bytes(dk['bytes_lower_bound'])}{gap} "
-                  f"({dk['method']})")
+                  f"({safe_text(dk['method'])})")
         if dk["limit_raised_brokers"]:
             con.print(f"[dim]note:[/dim] {dk['limit_raised_brokers']} broker(s) hold a partition larger than the "
                       "tolerance allows; their limit is that partition")
@@ -139,11 +215,13 @@ def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
     t.add_row("rack violations", _arrow(d["rack_violations"]))
     con.print(t)
     for n in d["notes"]:
-        con.print(f"[dim]note:[/dim] {n}")
+        con.print(f"[dim]note:[/dim] {safe_text(n)}")
     secs = d["seconds"]
     if verbose:
-        con.print("[dim]time per step:[/dim] " + ", ".join(f"{k} {v:.3f} s" for k, v in secs.items()))
-    con.print(f"Strategy: {d.get('strategy', 'flow')}; stages: {', '.join(d['stages']) or 'none'}; time {secs.get('total', 0):.2f} s; wrote {', '.join(d['files'])}")
+        con.print("[dim]time per step:[/dim] " + ", ".join(f"{safe_text(k)} {v:.3f} s" for k, v in secs.items()))
+    stages = ", ".join(map(safe_text, d["stages"])) or "none"
+    con.print(f"Strategy: {safe_text(d.get('strategy', 'flow'))}; stages: {stages}; time {secs.get('total', 0):.2f} s; "
+              f"wrote {', '.join(map(safe_text, d['files']))}")
 
 
 def render_compare(d: dict, con: Console) -> None:
@@ -153,7 +231,7 @@ def render_compare(d: dict, con: Console) -> None:
     t.add_column("")
     t.add_column("current", justify="right")
     for n in names:
-        t.add_column(n, justify="right")
+        t.add_column(safe_text(n), justify="right")
     S = d["strategies"]
 
     def best(key: str) -> list[str]:

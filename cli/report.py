@@ -5,7 +5,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import orjson
 import typer
 
 from flowbalance.formats.writers import check_outputs, write_atomic
@@ -16,7 +15,7 @@ from flowbalance.report import build_report
 from flowbalance.report_html import render_html
 
 from . import options as o
-from .render import console
+from .render import console, json_text, safe_text, warn
 from .report_view import render_report
 
 
@@ -51,13 +50,13 @@ def report(
         after = after.with_brokers(state.brokers) if after is not None else None
     rep = build_report(state, after, status=loaded.status)
     for w in loaded.warnings:
-        sys.stderr.write(f"flowbalance: warning: {w}\n")
+        warn(w)
     if html is not None:
         title = f"flowbalance report: {Path(current).name}" + (f" + {Path(plan_file).name}" if plan_file else "")
         write_atomic({str(html): render_html(rep, title)}, inputs)
     if json_out:
-        sys.stdout.write(orjson.dumps(rep, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+        sys.stdout.write(json_text(rep))
     else:
         render_report(rep, console())
         if html is not None:
-            console().print(f"wrote {html}")
+            console().print(f"wrote {safe_text(html)}")

@@ -10,6 +10,8 @@ from rich.table import Table
 
 from flowbalance.summary import format_bytes as _bytes
 
+from .render import safe_text
+
 MAX_ROWS = 40
 BAR = 16
 
@@ -61,8 +63,8 @@ def broker_view(rep: dict) -> Table:
         off = now is not None and not r["removed"] and not (lo <= now <= hi)
         bar = _bar(now, top)
         bar = f"[yellow]{bar}[/yellow]" if off else f"[cyan]{bar}[/cyan]"
-        name = f"{r['broker']}" + (" [dim](remove)[/dim]" if r["removed"] else "")
-        cells = [name, r["rack"] or "-", _ba(r["replicas"], plan=plan), bar, f"{lo}" if lo == hi else f"{lo}-{hi}",
+        name = safe_text(r["broker"]) + (" [dim](remove)[/dim]" if r["removed"] else "")
+        cells = [name, safe_text(r["rack"]) if r["rack"] else "-", _ba(r["replicas"], plan=plan), bar, f"{lo}" if lo == hi else f"{lo}-{hi}",
                  _ba(r["leaders"], plan=plan)]
         if has_bytes:
             cells.append(_ba(r["bytes"], _bytes, plan=plan))
@@ -101,7 +103,7 @@ def failover_view(rep: dict, key: str = "failover", title: str = "broker") -> Ta
     for r in rows:
         b = r["before"]
         sb = f"[bold red]{b['spread']}[/bold red]" if r["failed"] == wb else str(b["spread"])
-        cells = [str(r["failed"]), f"{b['min']}-{b['max']}", sb]
+        cells = [safe_text(r["failed"]), f"{b['min']}-{b['max']}", sb]
         if plan:
             a = r["after"]
             if a is None:
@@ -129,7 +131,7 @@ def render_report(rep: dict, con: Console, *, summary: bool = True) -> None:
         return
     s = rep["spreads"]
     plan = rep["has_plan"]
-    line = ", ".join(f"{k.replace('_', ' ')} {_ba(v, _bytes if k == 'bytes' else str, plan=plan)}"
+    line = ", ".join(f"{safe_text(k.replace('_', ' '))} {_ba(v, _bytes if k == 'bytes' else str, plan=plan)}"
                      for k, v in s.items() if v[0] is not None)
     con.print(f"[bold]Spreads[/bold] (max − min per broker): {line}")
     m = rep["moves"]
@@ -143,5 +145,5 @@ def render_report(rep: dict, con: Console, *, summary: bool = True) -> None:
         con.print(f"  {m['changed_partitions']} partitions change ({m['reorder_only_partitions']} reorder only, "
                   f"{m['rf_changed_partitions']} RF changes); {m['leader_changes']} leader changes")
     for w in rep["warnings"]:
-        items = ", ".join(map(str, w["items"][:8])) + (", ..." if len(w["items"]) > 8 else "")
-        con.print(f"[yellow]warning[/yellow] ({w['state']}): {w['message']}: {items}")
+        items = ", ".join(map(safe_text, w["items"][:8])) + (", ..." if len(w["items"]) > 8 else "")
+        con.print(f"[yellow]warning[/yellow] ({safe_text(w['state'])}): {safe_text(w['message'])}: {items}")

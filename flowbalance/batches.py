@@ -29,7 +29,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, PlanningError
 from .model import PAD, ClusterState, _trim
 from .planfile import pad_to
 
@@ -488,6 +488,121 @@ def _sum_by(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     out = np.zeros(n, dtype=np.int64)
     np.add.at(out, group, np.asarray(values, dtype=np.int64))
     return out
+
+
+# ---- self-check -------------------------------------------------------------------------------------------
+
+
+class BatchCheckError(PlanningError):
+    """The batches would not do exactly what the plan says (a bug, or a plan no batch can carry out safely).
+
+    Raised before anything is written; the CLI shows it as one line, exit code 2."""
+
+
+def verify_batches(res: Batches) -> None:
+    """Check every batch file, and the rollback, as they will be written; raise BatchCheckError on the first fault.
+
+    Independent of how the batches were made. The files hold each list without padding, so the lists are
+    checked in that form. For every partition a batch lists: the replication factor stays between
+    min(current, plan) and max(current, plan), where the plan's RF counts every entry the plan gives (a
+    hole such as ``[-1, 4, 5]`` is not a smaller RF); every broker is known (CURRENT, the broker file, or
+    added by the plan), one of the partition's current or planned brokers, never a broker marked removed
+    unless the partition already has it; no broker twice; no partition twice in one batch. Applying the
+    batches in order to the current lists must give the plan's lists exactly, and the rollback applied to
+    those must give the current lists back.
+    """
+    cur_state, fin_state = res.current, res.final
+    width = max(cur_state.replicas.shape[1], fin_state.replicas.shape[1],
+                *(b.replicas.shape[1] for b in res.batches))
+    cur = pad_to(cur_state.replicas, width)
+    fin = pad_to(fin_state.replicas, width)
+    cur_rf = (cur != PAD).sum(axis=1)
+    plan_rf = _written_width(fin)
+    lo, hi = np.minimum(cur_rf, plan_rf), np.maximum(cur_rf, plan_rf)
+    known = np.union1d(cur_state.brokers.ids, fin_state.brokers.ids)
+    removed = np.union1d(cur_state.brokers.ids[cur_state.brokers.removed], fin_state.brokers.ids[fin_state.brokers.removed])
+
+    def fail(what: str, row: int, batch: str, got: np.ndarray | None = None) -> None:
+        name = f"{cur_state.topics[cur_state.topic[row]]}-{int(cur_state.partition[row])}"
+        shown = "" if got is None else f" ({[int(b) for b in got if b != PAD]})"
+        raise BatchCheckError(f"batches: self-check failed, nothing written: {batch}: {name}{shown}: {what}")
+
+    state = _compact(cur)
+    for i in range(len(res.batches)):
+        label = f"batch {i + 1}"
+        part = res.batch_state(i)
+        rows = np.asarray(res.batches[i].rows, dtype=np.int64)
+        _check_names(part, cur_state, rows, label)
+        if len(np.unique(rows)) != len(rows):
+            raise BatchCheckError(f"batches: self-check failed, nothing written: {label}: a partition is listed twice")
+        got = _compact(pad_to(part.replicas, width))
+        _check_lists(got, rows, cur, fin, lo, hi, known, removed, lambda what, j: fail(what, int(rows[j]), label, got[j]))
+        state[rows] = got
+    off = np.flatnonzero((state != fin).any(axis=1))
+    if len(off):
+        r = int(off[0])
+        fail(f"the batches end at this list, the plan gives {[int(b) for b in fin[r]]}", r, "after the last batch",
+             state[r])
+    back = res.rollback_state()
+    rows = np.asarray(res.changed_rows, dtype=np.int64)
+    _check_names(back, cur_state, rows, "rollback")
+    state[rows] = _compact(pad_to(back.replicas, width))
+    off = np.flatnonzero((state != cur).any(axis=1))
+    if len(off):
+        r = int(off[0])
+        fail(f"the rollback leaves this list, the current one is {[int(b) for b in cur[r] if b != PAD]}", r,
+             "rollback", state[r])
+
+
+def _check_names(part: ClusterState, cur: ClusterState, rows: np.ndarray, label: str) -> None:
+    """The file names the partitions of ``rows`` (same topic names and partition numbers as CURRENT)."""
+    same = (len(part.partition) == len(rows)
+            and [part.topics[t] for t in part.topic.tolist()] == [cur.topics[t] for t in cur.topic[rows].tolist()]
+            and np.array_equal(part.partition, cur.partition[rows]))
+    if not same:
+        raise BatchCheckError(f"batches: self-check failed, nothing written: {label}: "
+                              "the file does not name the partitions it changes")
+
+
+def _check_lists(got: np.ndarray, rows: np.ndarray, cur: np.ndarray, fin: np.ndarray, lo: np.ndarray,
+                 hi: np.ndarray, known: np.ndarray, removed: np.ndarray, fail) -> None:
+    """Per listed partition (vectorized): RF bounds, known brokers, each broker current or planned, not a
+    removed broker it does not already have, no broker twice; ``fail(what, j)`` for the first fault."""
+    present = got != PAD
+    rf = present.sum(axis=1)
+    in_cur = (got[:, :, None] == cur[rows][:, None, :]).any(axis=2)
+    in_fin = (got[:, :, None] == fin[rows][:, None, :]).any(axis=2)
+    srt = np.sort(np.where(present, got, np.iinfo(np.int32).min), axis=1)
+    dup = ((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != np.iinfo(np.int32).min)).any(axis=1)
+    checks = [
+        (rf == 0, lambda j: "no replica at all"),
+        (rf < lo[rows], lambda j: f"{int(rf[j])} replicas, fewer than both the current list ({int((cur[rows[j]] != PAD).sum())}) "
+                                  f"and the plan ({int(_written_width(fin[rows[j]][None])[0])}) have"),
+        (rf > hi[rows], lambda j: f"{int(rf[j])} replicas, more than both the current list and the plan have"),
+        ((present & ~np.isin(got, known)).any(axis=1), lambda j: "a broker that is neither in CURRENT, the broker "
+                                                                 "file nor the plan"),
+        ((present & ~in_cur & ~in_fin).any(axis=1), lambda j: "a broker that is neither a current nor a planned "
+                                                              "replica of this partition"),
+        ((present & ~in_cur & np.isin(got, removed)).any(axis=1), lambda j: "a new replica on a broker marked removed"),
+        (dup, lambda j: "a broker twice"),
+    ]
+    for bad, what in checks:
+        hit = np.flatnonzero(bad)
+        if len(hit):
+            fail(what(int(hit[0])), int(hit[0]))
+
+
+def _compact(mat: np.ndarray) -> np.ndarray:
+    """Each row's brokers moved to the front in order, padding after: the list as a file writes it."""
+    order = np.argsort(mat == PAD, axis=1, kind="stable")
+    return np.take_along_axis(mat, order, axis=1)
+
+
+def _written_width(mat: np.ndarray) -> np.ndarray:
+    """Entries each row gives up to its last broker (holes count): the RF a list in the plan file asks for."""
+    present = mat != PAD
+    last = mat.shape[1] - np.argmax(present[:, ::-1], axis=1)
+    return np.where(present.any(axis=1), last, 0)
 
 
 # ---- text -------------------------------------------------------------------------------------------------

@@ -28,7 +28,10 @@ from .errors import InputError
 from .model import Brokers, ClusterState
 
 LAYOUTS = ("random", "balanced")
+# size limits, checked before anything is allocated (numpy would fail late, with a traceback, on 10^10 replicas)
 MAX_BROKERS = 100_000
+MAX_TOPICS = 1_000_000
+MAX_REPLICAS = 50_000_000
 MAX_SKEW = 10.0
 _REJECTION_ROUNDS = 8
 _MASK_CELLS = 4_000_000  # rows x brokers per chunk of the masked fallback
@@ -120,6 +123,9 @@ def _check(brokers, racks, topics, partitions, rf, skew, layout, size_mean_bytes
         raise InputError("--rf", "", "the replication factor must be at least 1", rf)
     if rf > brokers:
         raise InputError("--rf", "", f"the replication factor is above the number of brokers ({brokers})", rf)
+    _check_replicas(topics, lo, hi, rf)
+    if topics > MAX_TOPICS:
+        raise InputError("--topics", "", f"must be at most {MAX_TOPICS:,}", topics)
     if layout not in LAYOUTS:
         raise InputError("--layout", "", f"unknown layout (choose from {', '.join(LAYOUTS)})", layout)
     if isinstance(skew, bool) or not isinstance(skew, (int, float, np.floating, np.integer)) \
@@ -143,6 +149,15 @@ def _check(brokers, racks, topics, partitions, rf, skew, layout, size_mean_bytes
     if not _is_int(seed) or seed < 0:
         raise InputError("--seed", "", "must be a non-negative integer", seed)
     return lo, hi
+
+
+def _check_replicas(topics: int, lo: int, hi: int, rf: int) -> None:
+    """Refuse more than MAX_REPLICAS replicas (the most a range of partition counts can draw), naming the product."""
+    most = topics * hi * rf
+    if most > MAX_REPLICAS:
+        parts = f"{hi:,}" if lo == hi else f"up to {hi:,}"
+        raise InputError("--topics x --partitions x --rf", "",
+                         f"{topics:,} x {parts} x {rf:,} = {most:,} replicas, above the limit of {MAX_REPLICAS:,}")
 
 
 # ---- brokers -----------------------------------------------------------------------------------

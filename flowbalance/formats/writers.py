@@ -2,13 +2,17 @@
 
 Output is deterministic (partitions sorted by topic then partition, one per line) and written atomically:
 every file goes to a temporary name in the same folder first and is renamed only when all are complete.
+An interrupt (KeyboardInterrupt, or the exception the CLI raises on SIGTERM) while writing removes the
+temporary files; the renames run with SIGINT and SIGTERM held, so they happen all together.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import tempfile
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -64,15 +68,26 @@ def check_outputs(outputs: Sequence[str], inputs: Iterable[str]) -> None:
             raise InputError(out, "", "is a directory")
 
 
+# temporary files written but not yet renamed (this process): what remove_pending() deletes
+_PENDING: set[str] = set()
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
 def write_atomic(files: dict[str, str | bytes], inputs: Iterable[str] = ()) -> None:
-    """Write every (path -> text or bytes) or none: temporary files first, renamed once all are written."""
+    """Write every (path -> text or bytes) or none: temporary files first, renamed once all are written.
+
+    Any exception while writing (a full disk, an interrupt) deletes the temporary files, so no
+    ``.flowbalance-*.tmp`` stays behind and no final name holds a partial file.
+    """
     check_outputs(list(files), inputs)
     temps: list[tuple[str, str]] = []
     try:
         for path, text in files.items():
             folder = str(Path(path).resolve().parent)
-            fd, tmp = tempfile.mkstemp(prefix=".flowbalance-", suffix=".tmp", dir=folder)
-            temps.append((tmp, path))
+            with _signals_held():  # the name is tracked before an interrupt can leave it unknown
+                fd, tmp = tempfile.mkstemp(prefix=".flowbalance-", suffix=".tmp", dir=folder)
+                _PENDING.add(tmp)
+                temps.append((tmp, path))
             data = text if isinstance(text, bytes) else text.encode("utf-8")
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -80,11 +95,44 @@ def write_atomic(files: dict[str, str | bytes], inputs: Iterable[str] = ()) -> N
                 os.fsync(fh.fileno())
             os.chmod(tmp, 0o644)
     except OSError as err:
-        for tmp, _ in temps:
-            _unlink(tmp)
+        _discard(temps)
         raise InputError(temps[-1][1] if temps else "output", "", f"cannot write: {err.strerror or err}") from None
-    for tmp, path in temps:
-        os.replace(tmp, path)
+    except BaseException:
+        _discard(temps)
+        raise
+    with _signals_held():
+        for tmp, path in temps:
+            os.replace(tmp, path)
+            _PENDING.discard(tmp)
+
+
+def remove_pending() -> int:
+    """Delete every temporary file of this process not yet renamed (for signal handlers); how many there were."""
+    pending = list(_PENDING)
+    for tmp in pending:
+        _unlink(tmp)
+        _PENDING.discard(tmp)
+    return len(pending)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM (delivered when the block ends) where an interrupt would leave a half-done step."""
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:  # pragma: no cover - not POSIX
+        yield
+        return
+    old = mask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, old)
+
+
+def _discard(temps: list[tuple[str, str]]) -> None:
+    for tmp, _ in temps:
+        _unlink(tmp)
+        _PENDING.discard(tmp)
 
 
 def _unlink(path: str) -> None:
