@@ -1,24 +1,98 @@
-"""``flowbalance fleet``: plan a fleet of clusters on Spark (local by default, any cluster with --master)."""
+"""``flowbalance fleet``: plan a fleet of clusters on Spark (local by default, any cluster with --master).
+
+Exit codes: 0 when every cluster was planned (or is balanced), 1 when any cluster failed (the summary and a last
+stderr line name them), 2 when the snapshot is unusable or an option is bad (one ``flowbalance: error:`` line).
+Java's and Spark's own output goes to OUT/spark.log, never to the terminal.
+"""
 from __future__ import annotations
 
 import sys
+import unicodedata
 from typing import List, Optional
 
 import orjson
 import typer
+from rich.console import Console
+from rich.markup import escape as markup_escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from flowbalance.errors import InputError, PlanningError
 
 from . import options as o
 from .render import console
 
+MAX_NAMES = 20  # failed clusters named in the last stderr line
+STAGES = {"start": "starting Spark", "ingest": "ingest", "weights": "weights", "health": "health", "plan": "plan",
+          "write": "write"}
+
+
+# TODO: use render.safe_text / render.escape_controls once the helper's shared version is committed (same rules:
+# controls, format characters and separators shown as Python escapes, then rich markup escaped).
+def _escape_controls(value: object) -> str:
+    """``str(value)`` with control, format (bidi), separator and surrogate characters shown as ``\\x1b``-style
+    escapes: a name from the input must not move the cursor or clear the screen."""
+    text = str(value)
+    out = []
+    for ch in text:
+        if not ch.isprintable() and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            n = ord(ch)
+            out.append(f"\\x{n:02x}" if n < 0x100 else (f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _safe_text(value: object) -> str:
+    """``value`` ready for a rich markup string: controls escaped, then markup escaped (``[bold]`` stays text)."""
+    return markup_escape(_escape_controls(value))
+
+
+def _cell(markup: str) -> Text:
+    """A table cell from markup we wrote (names inside already through ``_safe_text``); no emoji codes."""
+    return Text.from_markup(markup, emoji=False)
+
+
+class _StageProgress:
+    """The pipeline's progress callback shown on stderr: the stage and clusters done / total (a transient rich
+    bar, gone when the command ends). Only when enabled (a terminal, not --json or --quiet)."""
+
+    def __init__(self, enabled: bool, con: Console | None = None):
+        self.progress: Progress | None = None
+        if enabled:
+            self.progress = Progress(TextColumn("{task.description:<14}"), BarColumn(),
+                                     TextColumn("{task.fields[count]}"), TimeElapsedColumn(),
+                                     console=con or Console(stderr=True), transient=True)
+            self.task = self.progress.add_task("starting Spark", total=None, count="")
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.progress is None:
+            return
+        count = f"{done}/{total} clusters" if total else (f"{done} clusters" if done else "")
+        self.progress.update(self.task, description=STAGES.get(stage, stage), completed=done,
+                             total=total or None, count=count)
+
+    def __enter__(self) -> "_StageProgress":
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _progress_enabled(json_out: bool, quiet: bool) -> bool:
+    """Progress only for a person watching: stderr is a terminal and the output is not --json or --quiet."""
+    return not json_out and not quiet and sys.stderr.isatty()
+
 
 def fleet(
     snapshot: str = typer.Argument(..., help="Fleet snapshot: a folder (or URI) of per-cluster dumps and fleet.json, "
                                              "or brokers/replicas/sizes/metrics tables (Parquet or CSV).",
                                    show_default=False),
-    out: str = typer.Option(..., "-o", "--out", help="Local folder for the plans and the fleet tables."),
+    out: str = typer.Option(..., "-o", "--out", help="Local folder for the plans and the fleet tables (and spark.log)."),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master: local[*] (default), spark://HOST:PORT, yarn, k8s://..."),
     input_format: str = typer.Option("auto", "--input", help="auto, dumps, parquet or csv."),
     metric: str = typer.Option("bytes_in", "--metric", help="Metric history column for partition weights: bytes_in or bytes_out."),
@@ -28,8 +102,14 @@ def fleet(
     plan_all: bool = typer.Option(False, "--all", help="Plan every cluster, also balanced ones without a request."),
     conf: Optional[List[str]] = typer.Option(None, "--conf", help="Spark setting KEY=VALUE (repeatable), e.g. spark.driver.memory=8g."),
     json_out: bool = o.JsonOpt,
+    quiet: bool = o.QuietOpt,
 ) -> None:
-    """Ingest, measure and plan every cluster of a fleet on Spark; write per-cluster plans and fleet tables."""
+    """Ingest, measure and plan every cluster of a fleet on Spark; write per-cluster plans and fleet tables.
+
+    Exit 0 when every cluster was planned or is balanced, 1 when any cluster failed (named in the summary and on
+    the last stderr line), 2 when the snapshot is unusable (missing folder, no clusters, bad fleet.json or table)
+    or an option is bad. Spark's own log goes to OUT/spark.log.
+    """
     try:
         from flowbalance.pipeline.run import run_fleet
     except ImportError as err:
@@ -41,9 +121,10 @@ def fleet(
             raise InputError("--conf", "", "expected KEY=VALUE", item)
         settings[key.strip()] = value.strip()
     try:
-        res = run_fleet(snapshot, out, master=master, input_format=input_format, metric=metric, quantile=quantile,
-                        window_days=window_days, sizes_from_metrics=sizes_from_metrics, plan_all=plan_all,
-                        conf=settings)
+        with _StageProgress(_progress_enabled(json_out, quiet)) as progress:
+            res = run_fleet(snapshot, out, master=master, input_format=input_format, metric=metric,
+                            quantile=quantile, window_days=window_days, sizes_from_metrics=sizes_from_metrics,
+                            plan_all=plan_all, conf=settings, progress=progress)
     except (InputError, PlanningError):
         raise
     except Exception as err:  # noqa: BLE001 - a failed Spark job: one line, not a JVM stack trace
@@ -51,25 +132,48 @@ def fleet(
             raise
         first = next((ln.strip() for ln in str(err).splitlines() if "Exception" in ln or "Error" in ln),
                      str(err).splitlines()[0] if str(err) else type(err).__name__)
-        raise PlanningError(f"the Spark job failed: {first[:400]}") from None
-    s = res.summary
+        raise PlanningError(f"the Spark job failed: {_escape_controls(first[:400])} (Spark's log: {out}/spark.log)"
+                            ) from None
     if json_out:
+        s = res.summary
         data = {"master": res.master, "seconds": {k: round(v, 3) for k, v in res.seconds.items()},
-                "clusters": orjson.loads(s.to_json(orient="records")), "files": res.files}
+                "clusters": orjson.loads(s.to_json(orient="records")), "files": res.files,
+                "failed": res.failed}
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
-        return
-    t = Table(title=f"Fleet: {len(s)} clusters on {res.master}", title_justify="left")
+    elif not quiet:
+        _render(res, out, console())
+    if res.failed:
+        sys.stdout.flush()
+        sys.stderr.write(_failed_line(res.failed, len(res.summary)) + "\n")
+        raise typer.Exit(1)
+
+
+def _num(x) -> str:
+    return "-" if x is None or x != x else (f"{x:g}" if isinstance(x, float) else str(x))
+
+
+def _render(res, out: str, con: Console) -> None:
+    """The summary table, then one line per failed cluster with its reason (not wrapped inside a cell)."""
+    s = res.summary
+    t = Table(title=f"Fleet: {len(s)} clusters on {_safe_text(res.master)}", title_justify="left")
     for col in ("cluster", "status", "moves", "lower bound", "replica spread", "failover spread", "s"):
         t.add_column(col, justify="left" if col in ("cluster", "status") else "right")
-
-    def num(x):
-        return "-" if x is None or x != x else (f"{x:g}" if isinstance(x, float) else str(x))
-
-    for r in s.to_dict("records"):
-        status = r["status"] if r["status"] != "error" else f"[red]error[/red]: {r['reason']}"
-        t.add_row(r["cluster"], status, num(r["moves"]), num(r["lower_bound"]),
-                  f"{num(r['replica_spread_before'])} → {num(r['replica_spread_after'])}",
-                  f"{num(r['failover_spread_before'])} → {num(r['failover_spread_after'])}", num(r["seconds"]))
-    con = console()
+    records = s.to_dict("records")
+    for r in records:
+        status = "[red]error[/red]" if r["status"] == "error" else _safe_text(r["status"])
+        t.add_row(_cell(_safe_text(r["cluster"]) or "''"), _cell(status), _num(r["moves"]), _num(r["lower_bound"]),
+                  f"{_num(r['replica_spread_before'])} → {_num(r['replica_spread_after'])}",
+                  f"{_num(r['failover_spread_before'])} → {_num(r['failover_spread_after'])}", _num(r["seconds"]))
     con.print(t)
-    con.print("Stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in res.seconds.items()) + f"; wrote {len(res.files)} files to {out}")
+    for r in records:
+        if r["status"] == "error":
+            con.print(_cell(f"[red]{_safe_text(r['cluster']) or repr('')}[/red]: {_safe_text(r['reason'])}"))
+    stages = ", ".join(f"{k} {v:.1f} s" for k, v in res.seconds.items())
+    con.print(_cell(f"Stages: {stages}; wrote {len(res.files)} files to {_safe_text(out)}"))
+
+
+def _failed_line(failed: list[str], total: int) -> str:
+    """``flowbalance: 2 of 5 clusters failed: beta, delta`` (names escaped, at most MAX_NAMES of them)."""
+    shown = ", ".join(_escape_controls(c) if c else "''" for c in failed[:MAX_NAMES])
+    more = f" and {len(failed) - MAX_NAMES} more" if len(failed) > MAX_NAMES else ""
+    return f"flowbalance: {len(failed)} of {total} clusters failed: {shown}{more}"

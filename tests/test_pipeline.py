@@ -19,6 +19,7 @@ import pytest
 from .conftest import ROOT, TESTDATA
 
 FLEET = TESTDATA / "fleet"
+FAILED_LINE = "flowbalance: 2 of 6 clusters failed: broken, ghost"  # testdata/fleet's two bad clusters
 # the CLI arguments equivalent to each cluster's entry in testdata/fleet/fleet.json
 CLI_ARGS = {
     "alpha": ["alpha/describe.txt", "--brokers", "alpha/brokers.csv", "--sizes", "alpha/logdirs.txt", "--remove", "11"],
@@ -141,9 +142,11 @@ def test_tables_input_gives_the_same_plans_and_weights(spark, local_run, tmp_pat
 
 def test_fleet_command_prints_the_summary_and_refuses_bad_options(run_cli, tmp_path):
     code, out, err = run_cli("fleet", FLEET, "-o", tmp_path / "o", "--json")
-    assert code == 0, err
+    assert code == 1, err  # broken and ghost failed
+    assert err.splitlines() == [FAILED_LINE]
     d = json.loads(out)
     assert {c["cluster"]: c["status"] for c in d["clusters"]}["alpha"] == "planned"
+    assert d["failed"] == ["broken", "ghost"]
     assert d["master"].startswith("local")
     from .test_bad_input import assert_one_line
 
@@ -194,7 +197,8 @@ def test_standalone_master_and_worker_give_the_same_outputs(local_run, tmp_path)
         out = tmp_path / "o"
         run = subprocess.run([sys.executable, "-m", "flowbalance_cli", "fleet", str(FLEET), "-o", str(out),
                               "--master", url, "--json"], env=env, capture_output=True, text=True, timeout=600)
-        assert run.returncode == 0, run.stderr[-3000:]
+        assert run.returncode == 1, run.stderr[-3000:]
+        assert run.stderr.splitlines() == [FAILED_LINE]  # nothing from Java or Spark with --master either
         d = json.loads(run.stdout)
         assert d["master"] == url
         assert "app-" in (tmp_path / "master.log").read_text()  # the job ran as an application of this master
@@ -229,7 +233,8 @@ def test_spark_submit_runs_the_same_entry_point(local_run, tmp_path):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     run = subprocess.run([str(submit), "--master", "local[1]", entry.__file__, str(FLEET), "-o", str(out), "--json"],
                          env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == 1, run.stderr[-3000:]  # broken and ghost failed; spark-submit passes the code on
+    assert FAILED_LINE in run.stderr.splitlines()  # among spark-submit's own log lines (its JVM, its log4j)
     assert json.loads(run.stdout)["master"] == "local[1]"  # spark-submit's --master, not the default local[*]
     _, local_out = local_run
     for cluster in ("alpha", "beta", "delta"):

@@ -11,7 +11,6 @@ import time
 
 import pandas as pd
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from . import rows
 from .ingest import LONG, LONG_COLUMNS, Tables, _as_long
@@ -68,8 +67,9 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([out])
 
 
-def plan_fleet(tables: Tables, clusters: DataFrame | None = None) -> DataFrame:
-    """PLANNED rows for the clusters in ``clusters`` (a DataFrame with a ``cluster`` column; all when None)."""
+def plan_fleet(tables: Tables, clusters: DataFrame | None = None, counter=None) -> DataFrame:
+    """PLANNED rows for the clusters in ``clusters`` (a DataFrame with a ``cluster`` column; all when None).
+    ``counter`` (a Spark accumulator, optional) counts the clusters planned, for progress."""
     meta = tables.clusters
     if clusters is not None:
         meta = meta.join(clusters.select("cluster").distinct(), "cluster", "left_semi")
@@ -79,14 +79,21 @@ def plan_fleet(tables: Tables, clusters: DataFrame | None = None) -> DataFrame:
             .unionByName(_as_long(tables.sizes.join(keep, "cluster", "left_semi"), "sizes"))
             .unionByName(_as_long(meta, "clusters")))
     assert long.columns == LONG_COLUMNS
-    return long.groupBy("cluster").applyInPandas(plan_cluster, PLANNED)
+
+    def one(pdf: pd.DataFrame) -> pd.DataFrame:
+        out = plan_cluster(pdf)
+        if counter is not None:
+            counter.add(1)
+        return out
+
+    return long.groupBy("cluster").applyInPandas(one, PLANNED)
 
 
-def needs_plan(tables: Tables, health_clusters: DataFrame) -> DataFrame:
-    """Clusters to plan: every cluster with a request (anything but an empty one), and every unbalanced one."""
-    req = tables.clusters.select("cluster", (F.col("request") != F.lit("{}")).alias("asked"))
-    return (health_clusters.select("cluster", "balanced").join(req, "cluster", "inner")
-            .where(~F.col("balanced") | F.col("asked")).select("cluster"))
+def needs_plan(clusters: list[str], health_clusters: pd.DataFrame, requests: dict[str, dict]) -> list[str]:
+    """Clusters to plan: every cluster with a request (anything but an empty one), and every unbalanced one (or
+    one without a health row). Decided on the driver from the collected health: no Spark job."""
+    balanced = {r["cluster"]: bool(r["balanced"]) for r in health_clusters[["cluster", "balanced"]].to_dict("records")}
+    return [c for c in clusters if requests.get(c) or not balanced.get(c, False)]
 
 
 __all__ = ["PLANNED", "plan_cluster", "plan_fleet", "needs_plan", "LONG"]

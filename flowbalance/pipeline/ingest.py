@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..errors import InputError
-from . import rows
+from . import names, rows, tables
 
 CURRENT_NAMES = ("assignment.json", "describe.txt", "generate.txt")
 BROKER_NAMES = ("brokers.csv", "brokers.json")
@@ -97,6 +97,9 @@ def parse_cluster(pdf: pd.DataFrame, requests: dict[str, dict]) -> pd.DataFrame:
     from ..request import fleet_request
 
     cluster = str(pdf["cluster"].iloc[0])
+    bad_name = names.name_error(cluster, "snapshot folder")
+    if bad_name is not None:  # checked first: a bad name must never reach a path
+        return _error(cluster, "ingest", bad_name)
     files = {str(n): bytes(c) for n, c in zip(pdf["name"], pdf["content"])}
     req = requests.get(cluster, {})
     try:
@@ -143,8 +146,9 @@ def _split(long: DataFrame, metrics: DataFrame | None = None) -> Tables:
                   errors=pick("error", rows.ERRORS), metrics=metrics)
 
 
-def ingest_dumps(spark: SparkSession, root: str, requests: dict[str, dict]) -> Tables:
-    """Every cluster folder under ``root``, parsed in parallel (one Spark group per cluster)."""
+def ingest_dumps(spark: SparkSession, root: str, requests: dict[str, dict], counter=None) -> Tables:
+    """Every cluster folder under ``root``, parsed in parallel (one Spark group per cluster). ``counter`` (a Spark
+    accumulator, optional) counts the clusters parsed, for progress. No cluster folder is an InputError."""
     base = root.rstrip("/")
     files = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(base)
              .select("path", "content"))
@@ -156,46 +160,34 @@ def ingest_dumps(spark: SparkSession, root: str, requests: dict[str, dict]) -> T
              .where(F.size(F.split("rel", "/")) == 2)
              .select("cluster", "name", "content"))
     reqs = dict(requests)
-    long = files.groupBy("cluster").applyInPandas(lambda pdf: parse_cluster(pdf, reqs), LONG)
+
+    def parse(pdf: pd.DataFrame) -> pd.DataFrame:
+        out = parse_cluster(pdf, reqs)
+        if counter is not None:
+            counter.add(1)
+        return out
+
+    long = files.groupBy("cluster").applyInPandas(parse, LONG)
     seen = {r.cluster for r in files.select("cluster").distinct().collect()}
+    if not seen:
+        raise InputError(root, "", "no clusters found: no folder with files under the snapshot")
     missing = sorted(set(reqs) - seen)
     if missing:
-        extra = spark.createDataFrame(pd.concat([_error(c, "ingest", f"{c}: listed in fleet.json but there is no "
-                                                                       "folder with its files") for c in missing]),
-                                      LONG)
+        extra = spark.createDataFrame(pd.concat([_missing(c) for c in missing]), LONG)
         long = long.unionByName(extra)
     return _split(long)
+
+
+def _missing(cluster: str) -> pd.DataFrame:
+    """The error row of a fleet.json key without a folder (its name checked first, as every name is)."""
+    reason = names.name_error(cluster, "fleet.json")
+    return _error(cluster, "ingest", reason or f"{cluster}: listed in fleet.json but there is no folder with its files")
 
 
 def _escape(text: str) -> str:
     import re
 
     return re.escape(text)
-
-
-def read_table(spark: SparkSession, root: str, name: str, fmt: str, schema: str) -> DataFrame | None:
-    """``root/name.parquet`` (or folder ``root/name``), or ``root/name.csv`` with a header; None when absent."""
-    base = root.rstrip("/")
-    candidates = [f"{base}/{name}.parquet", f"{base}/{name}"] if fmt == "parquet" else [f"{base}/{name}.csv"]
-    for path in candidates:
-        try:
-            if fmt == "parquet":
-                df = spark.read.parquet(path)
-            else:
-                df = spark.read.csv(path, header=True, schema=schema, mode="FAILFAST")
-        except Exception as err:  # noqa: BLE001
-            if "PATH_NOT_FOUND" in str(err) or "does not exist" in str(err):
-                continue
-            raise InputError(path, "", f"cannot read the {name} table: {str(err).splitlines()[0]}") from None
-        cols = [c.strip().split(" ") for c in schema.split(",")]
-        missing = [c for c, _ in cols if c not in df.columns and c not in ("rack", "weight", "capacity_bytes", "state")]
-        if missing:
-            raise InputError(path, "", f"the {name} table has no column {missing[0]}")
-        for c, t in cols:
-            if c not in df.columns:
-                df = df.withColumn(c, F.lit(None).cast(t))
-        return df.select(*[F.col(c).cast(t) for c, t in cols])
-    return None
 
 
 def _validate(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -209,34 +201,71 @@ def _validate(pdf: pd.DataFrame) -> pd.DataFrame:
                          "reason": pd.Series([], dtype=str)})
 
 
+def _table_names(root: str, raw: list[tables.RawTable], requests: dict[str, dict]) -> tuple[list[str], dict[str, str]]:
+    """The clusters in the brokers and replicas tables (InputError when there are none), and a reason for each
+    cluster whose name (in a table or a fleet.json key) is not usable."""
+    bad: dict[str, str] = {}
+    found: set[str] = set()
+    for t in raw:
+        col = F.coalesce(F.col("cluster").cast("string"), F.lit("")).alias("cluster")
+        for r in t.df.select(col).distinct().collect():
+            found.add(r.cluster)
+            reason = names.name_error(r.cluster, t.label)
+            if reason is not None:
+                bad.setdefault(r.cluster, reason)
+    if not found:
+        raise InputError(root, "", "no clusters found: the brokers and replicas tables have no rows")
+    for c in requests:
+        reason = names.name_error(c, "fleet.json")
+        if reason is not None:
+            bad.setdefault(c, reason)
+    return sorted(found), bad
+
+
 def ingest_tables(spark: SparkSession, root: str, fmt: str, requests: dict[str, dict]) -> Tables:
-    """Parquet or CSV tables; clusters with invalid rows go to the errors table and out of the others."""
-    brokers = read_table(spark, root, "brokers", fmt, rows.BROKERS)
-    replicas = read_table(spark, root, "replicas", fmt, rows.REPLICAS)
-    if brokers is None or replicas is None:
+    """Parquet or CSV tables; clusters with a bad name, a bad value or invalid rows go to the errors table and
+    out of the others. A table that cannot be used at all is an InputError."""
+    raw_brokers = tables.read_raw(spark, root, "brokers", fmt)
+    raw_replicas = tables.read_raw(spark, root, "replicas", fmt)
+    if raw_brokers is None or raw_replicas is None:
         raise InputError(root, "", f"a {fmt} snapshot needs the brokers and replicas tables")
-    sizes = read_table(spark, root, "sizes", fmt, rows.SIZES)
+    raw_sizes = tables.read_raw(spark, root, "sizes", fmt)
+    raw_metrics = tables.read_raw(spark, root, "metrics", fmt)
+    found, bad = _table_names(root, [raw_brokers, raw_replicas], requests)
+    known = set(found)
+    for t in (raw_brokers, raw_replicas, raw_sizes, raw_metrics):
+        if t is not None:
+            for c, reason in tables.first_bad_values(t).items():
+                if c in known:  # a cluster only in sizes or metrics is not planned: its rows are ignored
+                    bad.setdefault(c, reason)
+    early_df = spark.createDataFrame([(c, "ingest", reason) for c, reason in sorted(bad.items())], rows.ERRORS)
+    drop = early_df.select("cluster")
+
+    def keep(t: tables.RawTable | None) -> DataFrame | None:
+        return tables.typed(t).join(drop, "cluster", "left_anti") if t is not None else None
+
+    brokers, replicas, sizes, metrics = keep(raw_brokers), keep(raw_replicas), keep(raw_sizes), keep(raw_metrics)
     if sizes is None:
         sizes = spark.createDataFrame([], rows.SIZES)
-    metrics = read_table(spark, root, "metrics", fmt, rows.METRICS)
     brokers = brokers.withColumn("weight", F.coalesce("weight", F.lit(1.0))).withColumn(
         "state", F.coalesce("state", F.lit("live")))
-    brokers = _mark_removals(spark, brokers, requests)
+    good_requests = {c: r for c, r in requests.items() if c not in bad}
+    brokers = _mark_removals(spark, brokers, good_requests)
     long = (_as_long(brokers, "brokers").unionByName(_as_long(replicas, "replicas"))
             .unionByName(_as_long(sizes, "sizes")))
-    errors = long.groupBy("cluster").applyInPandas(_validate, rows.ERRORS).cache()
-    bad = errors.select("cluster")
-    names = brokers.select("cluster").union(replicas.select("cluster")).distinct().join(bad, "cluster", "left_anti")
-    reqs = spark.createDataFrame(pd.DataFrame({"cluster": list(requests),
-                                               "request": [json.dumps(requests[c], sort_keys=True) for c in requests]}),
+    errors = long.groupBy("cluster").applyInPandas(_validate, rows.ERRORS).unionByName(early_df).cache()
+    gone = errors.select("cluster")
+    names_df = spark.createDataFrame([(c,) for c in found if c not in bad], "cluster string").join(
+        gone, "cluster", "left_anti")
+    reqs = spark.createDataFrame([(c, json.dumps(r, sort_keys=True)) for c, r in good_requests.items()],
                                  "cluster string, request string")
-    clusters = (names.join(reqs, "cluster", "left")
+    clusters = (names_df.join(reqs, "cluster", "left")
                 .select("cluster", F.lit(False).alias("had_log_dirs"),
                         F.coalesce("request", F.lit("{}")).alias("request")))
-    return Tables(brokers=brokers.join(bad, "cluster", "left_anti"),
-                  replicas=replicas.join(bad, "cluster", "left_anti"),
-                  sizes=sizes.join(bad, "cluster", "left_anti"), clusters=clusters, errors=errors,
-                  metrics=metrics.join(bad, "cluster", "left_anti") if metrics is not None else None)
+    return Tables(brokers=brokers.join(gone, "cluster", "left_anti"),
+                  replicas=replicas.join(gone, "cluster", "left_anti"),
+                  sizes=sizes.join(gone, "cluster", "left_anti"), clusters=clusters, errors=errors,
+                  metrics=metrics.join(gone, "cluster", "left_anti") if metrics is not None else None)
 
 
 def _mark_removals(spark: SparkSession, brokers: DataFrame, requests: dict[str, dict]) -> DataFrame:

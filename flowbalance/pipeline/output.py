@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import InputError
 from ..formats.writers import write_atomic
+from . import names
 
 SUMMARY_COLUMNS = ["cluster", "status", "reason", "strategy", "moves", "min_moves", "lower_bound", "proven_optimal",
                    "bytes_to_move", "leader_changes", "changed_partitions", "replica_spread_before",
@@ -64,21 +66,62 @@ def _table_files(name: str, df: pd.DataFrame, out: Path) -> dict[str, bytes]:
             str(out / f"{name}.csv"): df.to_csv(index=False, lineterminator="\n").encode("utf-8")}
 
 
+def _under(root: Path, path: Path) -> bool:
+    """Whether ``path`` resolves (symbolic links followed) to a place inside ``root``."""
+    base = root.resolve()
+    target = path.resolve()
+    return target != base and target.is_relative_to(base)
+
+
+def cluster_folder(root: str | os.PathLike, cluster: str) -> Path:
+    """``root/cluster``, refused (InputError) unless the name is usable and the folder resolves inside ``root``
+    (a folder that is a symbolic link to elsewhere is refused too)."""
+    names.check_name(cluster, "output")
+    folder = Path(root) / cluster
+    if not _under(Path(root), folder):
+        raise InputError("output", "", f"the folder of cluster {cluster!r} resolves outside the output folder",
+                         str(folder.resolve()))
+    return folder
+
+
+def guard_outputs(root: str | os.PathLike, planned: pd.DataFrame) -> pd.DataFrame:
+    """Planned clusters whose output folder would not be inside ``root`` become failed plans (with the reason)
+    instead of being written: names are checked at ingest already, this is the check at the place of writing."""
+    planned = planned.copy()
+    for i, r in planned.iterrows():
+        if not r["ok"]:
+            continue
+        try:
+            cluster_folder(root, r["cluster"])
+        except InputError as err:
+            planned.loc[i, ["ok", "reason"]] = [False, err.line()]
+    return planned
+
+
 def write_outputs(out: str | os.PathLike, planned: pd.DataFrame, tables: dict[str, pd.DataFrame],
                   inputs: list[str] = ()) -> list[str]:
-    """Write every file; returns their paths (sorted)."""
+    """Write every file; returns their paths (sorted). Every path is checked to resolve inside ``out`` before
+    anything is created (InputError otherwise)."""
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     files: dict[str, str | bytes] = {}
+    folders = []
     for r in planned.to_dict("records"):
         if not r["ok"]:
             continue
-        folder = root / r["cluster"]
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = cluster_folder(root, r["cluster"])
+        folders.append(folder)
         files[str(folder / "plan.json")] = r["plan_json"]
         files[str(folder / "rollback.json")] = r["rollback_json"]
         files[str(folder / "election.json")] = r["election_json"]
     for name, df in tables.items():
         files.update(_table_files(name, df, root))
+    for path in files:
+        if not _under(root, Path(path)):
+            raise InputError("output", "", "refusing to write outside the output folder", path)
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not _under(root, folder):  # created meanwhile as a link to elsewhere
+            raise InputError("output", "", "refusing to write outside the output folder", str(folder))
     write_atomic(files, inputs)
     return sorted(files)

@@ -1,20 +1,28 @@
 """Start Spark: ``local[*]`` by default (nothing to set up beyond the ``spark`` extra and Java 17), or any master
-URL (``spark://host:7077``, ``yarn``, ``k8s://...``). Executors run this same Python (PYSPARK_PYTHON)."""
+URL (``spark://host:7077``, ``yarn``, ``k8s://...``). Executors run this same Python (PYSPARK_PYTHON).
+
+Quiet by default: log4j at ``error`` from the JVM's first line (``log4j2.properties`` through
+``spark.driver.extraJavaOptions``), and with ``log_file`` the JVM's stdout and stderr go to that file for its whole
+life, so nothing of Java or Spark (the JVM's own warnings, log4j's lines, a failed task's stack trace) reaches the
+terminal; the command prints its own messages.
+"""
 from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
-DEFAULT_DRIVER_MEMORY = "4g"
-LOG_CONFIG = os.path.join(os.path.dirname(__file__), "log4j2.properties")  # Spark's 1g is too little to collect the health of a 200-cluster fleet
+DEFAULT_DRIVER_MEMORY = "4g"  # Spark's 1g is too little to collect the health of a 200-cluster fleet
+LOG_CONFIG = os.path.join(os.path.dirname(__file__), "log4j2.properties")
 
 
 def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_partitions: int = 8,
-          conf: dict[str, str] | None = None, quiet: bool = True) -> SparkSession:
-    """A SparkSession for the fleet pipeline (reuses a running one with the same master)."""
+          conf: dict[str, str] | None = None, quiet: bool = True, log_file: str | None = None) -> SparkSession:
+    """A SparkSession for the fleet pipeline (reuses a running one with the same master). With ``log_file``, a JVM
+    started here writes its stdout and stderr to that file (appended) instead of the terminal."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     b = (SparkSession.builder.appName(app)
@@ -34,7 +42,39 @@ def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}")
     for k, v in conf.items():
         b = b.config(k, v)
-    spark = b.getOrCreate()
+    if log_file is not None and _launches_jvm():
+        with _output_to(log_file):
+            spark = b.getOrCreate()
+    else:
+        spark = b.getOrCreate()
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _launches_jvm() -> bool:
+    """Whether getOrCreate would start a JVM (none running in this process, not under spark-submit)."""
+    from pyspark import SparkContext
+
+    return "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None
+
+
+@contextmanager
+def _output_to(path: str):
+    """File descriptors 1 and 2 point at ``path`` meanwhile: a child started now (the JVM) keeps them for its
+    whole life, this process gets its own back at the end."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (*saved, fd):
+            os.close(f)
