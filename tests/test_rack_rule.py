@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flowbalance.errors import PlanningError
+from flowbalance.load import load_cluster
 from flowbalance.metrics import rack_violations, replica_counts
 from flowbalance.model import PAD, Brokers, ClusterState
 from flowbalance.plan import plan
@@ -366,3 +368,28 @@ def test_cli_plans_rf4_over_racks_of_4_and_1(tmp_path, run_cli):
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "q.json").exists()
 
+
+
+def test_nothing_movable_plans_nothing_even_with_a_rack_violation():
+    # every partition held (pinned): stage 1 has no partition to place and must not build an empty network
+    rack_of = {1: "a", 2: "a", 3: "b", 4: "b"}
+    state = _state(rack_of, [], [("t", [1, 2]), ("u", [3, 4, 1, 2]), ("u", [1, 3])])
+    assert len(rack_violations(state)) == 1
+    p = plan(state, pinned=np.ones(state.num_partitions, dtype=bool))
+    assert p.changes.moves == 0 and np.array_equal(p.after.replicas, state.replicas)
+
+
+REALWORLD = Path(__file__).resolve().parent.parent.parent / "shared" / "realworld"
+
+
+def test_cruise_control_unsatisfiable_rack_case_is_as_even_as_the_brokers_allow():
+    """Cruise Control's rackAwareUnsatisfiable: RF 3 over racks of 2 and 1 brokers, which its RackAwareGoal
+    cannot satisfy; under the generalized rule 2 + 1 is the even spread, so nothing needs to move."""
+    folder = REALWORLD / "cruisecontrol-rack-unsatisfiable"
+    if not folder.is_dir():
+        pytest.skip("../shared/realworld is not present")
+    state = load_cluster(folder / "assignment.json", brokers=folder / "brokers.csv").state
+    assert len(rack_violations(state)) == 0
+    assert plan(state).changes.moves == 0
+    p = plan(state, replication_factor=2)  # RF 2 over 2 racks: one replica per rack
+    assert_rule_kept(p, {int(i): state.brokers.rack_names[r] for i, r in zip(state.brokers.ids, state.brokers.rack)})

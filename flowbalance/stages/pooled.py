@@ -71,6 +71,10 @@ def balance_pooled(
     (``--balance bytes``: only what must move moves; the disk stage places by bytes)."""
     si = StageInput.of(state, movable)
     b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
+    if Pm == 0:
+        # nothing may move (every partition held or left out): the assignment stays as it is
+        return PooledResult(replicas=state.replicas.copy(), moves=0, pruned=False, rack_forced=False,
+                            bound=lower_bound, arcs=0, nodes=0, realize_rounds=0)
     live = b.live
     trf = np.asarray(target_rf, dtype=np.int64)
     fixed_rows = ~movable
