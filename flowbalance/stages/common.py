@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import PAD, Brokers, ClusterState
-from ..racks import rack_bounds
+from ..racks import rack_bounds, rack_totals_fixed
 from ..targets import intervals
 
 # Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
@@ -168,9 +168,9 @@ def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: 
     if K < 2 or len(movable_rf) == 0:
         return None
     sizes = np.bincount(rack_of_live, minlength=K).astype(np.int64)
-    r_lo, r_hi = rack_bounds(movable_rf, sizes)
-    if not np.array_equal(r_lo, r_hi):
+    if not rack_totals_fixed(movable_rf, sizes):  # checked once per distinct RF
         return None
+    _, r_hi = rack_bounds(movable_rf, sizes)
     N = len(brokers)
     lo = np.zeros(N, dtype=np.int64)
     hi = np.zeros(N, dtype=np.int64)
