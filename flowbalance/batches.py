@@ -556,9 +556,13 @@ def verify_batches(res: Batches) -> None:
 
 def _check_names(part: ClusterState, cur: ClusterState, rows: np.ndarray, label: str) -> None:
     """The file names the partitions of ``rows`` (same topic names and partition numbers as CURRENT)."""
-    same = (len(part.partition) == len(rows)
-            and [part.topics[t] for t in part.topic.tolist()] == [cur.topics[t] for t in cur.topic[rows].tolist()]
-            and np.array_equal(part.partition, cur.partition[rows]))
+    if len(part.partition) != len(rows):
+        same = False
+    elif part.topics is cur.topics or part.topics == cur.topics:
+        same = np.array_equal(part.topic, cur.topic[rows]) and np.array_equal(part.partition, cur.partition[rows])
+    else:  # other topic tables: compare the names
+        same = ([part.topics[t] for t in part.topic.tolist()] == [cur.topics[t] for t in cur.topic[rows].tolist()]
+                and np.array_equal(part.partition, cur.partition[rows]))
     if not same:
         raise BatchCheckError(f"batches: self-check failed, nothing written: {label}: "
                               "the file does not name the partitions it changes")
