@@ -19,14 +19,22 @@ def read_broker_file(text: str, source: str, fmt: str | None = None) -> Brokers:
     return _from_csv(text, source)
 
 
+def _int_text(value: str) -> int | None:
+    """A decimal integer written with ASCII digits and an optional "-" (not "²", "1_000" or "--1"), else None."""
+    text = value.strip()
+    digits = text[1:] if text.startswith("-") else text
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 30:
+        return None
+    return int(text)
+
+
 def _broker_id(value: object, source: str, place: str) -> int:
-    if type(value) is int:
-        bid = value
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        bid = int(value.strip())
-    else:
+    bid = value if type(value) is int else _int_text(value) if isinstance(value, str) else None
+    if bid is None:
         raise InputError(source, place, "broker id must be an integer", value)
-    if not 0 <= bid < 2**31:
+    if bid < 0:
+        raise InputError(source, place, "broker id must not be negative", bid)
+    if bid >= 2**31:
         raise InputError(source, place, "broker id out of range (0 .. 2147483647)", bid)
     return bid
 
@@ -34,7 +42,7 @@ def _broker_id(value: object, source: str, place: str) -> int:
 def _weight(value: object, source: str, place: str) -> float:
     try:
         w = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(source, place, "weight must be a number", value) from None
     if not math.isfinite(w) or w <= 0:
         raise InputError(source, place, "weight must be a positive number", value)
@@ -46,14 +54,18 @@ def _capacity(value: object, source: str, place: str) -> int | None:
         return None
     if type(value) is int:
         cap = value
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        cap = int(value.strip())
+    elif isinstance(value, str):
+        cap = _int_text(value)
     elif isinstance(value, float) and value.is_integer():
         cap = int(value)
     else:
+        cap = None
+    if cap is None:
         raise InputError(source, place, "capacity_bytes must be an integer", value)
     if cap <= 0:
         raise InputError(source, place, "capacity_bytes must be positive", value)
+    if cap >= 2**63:
+        raise InputError(source, place, "capacity_bytes out of range (above 2^63 - 1)", value)
     return cap
 
 
@@ -96,12 +108,13 @@ def _from_json(doc: object, source: str) -> Brokers:
             raise InputError(source, f"{place}.id", "missing field")
         unknown = sorted(set(e) - {"id", "rack", "weight", "capacity_bytes", "state"})
         if unknown:
-            raise InputError(source, f"{place}.{unknown[0]}", "unknown field (known: id, rack, weight, capacity_bytes, state)")
+            name = unknown[0] if unknown[0].isidentifier() else repr(unknown[0])
+            raise InputError(source, f"{place}.{name}", "unknown field (known: id, rack, weight, capacity_bytes, state)")
         bid = _broker_id(e["id"], source, f"{place}.id")
         if type(e["id"]) is not int:
             raise InputError(source, f"{place}.id", "broker id must be an integer", e["id"])
         state = e.get("state", "live")
-        if state not in _STATES:
+        if type(state) is not str or state not in _STATES:
             raise InputError(source, f"{place}.state", "state must be \"live\" or \"removed\"", state)
         rows.append((
             bid,
@@ -116,14 +129,24 @@ def _from_json(doc: object, source: str) -> Brokers:
 
 def _from_csv(text: str, source: str) -> Brokers:
     rows = []
-    reader = csv.reader(io.StringIO(text))
-    for lineno, rec in enumerate(reader, start=1):
+    # newline="": lines end at \n, \r\n or \r (a lone \r would otherwise be a csv.Error)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    first = True
+    while True:
+        try:
+            rec = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as err:
+            raise InputError(source, f"line {reader.line_num}", f"malformed CSV: {err}") from None
         rec = [c.strip() for c in rec]
         if not rec or all(c == "" for c in rec) or rec[0].startswith("#"):
             continue
-        if lineno == 1 and not rec[0].lstrip("-").isdigit() and rec[0].lower() in ("id", "broker", "broker_id"):
-            continue  # header
-        place = f"line {lineno}"
+        if first:
+            first = False
+            if rec[0].lower() in ("id", "broker", "broker_id"):
+                continue  # header
+        place = f"line {reader.line_num}"
         if len(rec) > 4:
             raise InputError(source, place, "too many columns (expected id,rack[,weight][,capacity_bytes])", ",".join(rec))
         bid = _broker_id(rec[0], source, f"{place}: id")

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import InputError
 from .logdirs import _gc_paused
-from .raw import PartitionStatus, RawAssignment, replicas_matrix, validate_raw
+from .raw import PartitionStatus, RawAssignment, replicas_matrix, topic_name_problem, validate_raw
 
 KNOWN_KEYS = frozenset({
     "Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs", "Partition", "Leader", "Replicas", "Isr",
@@ -132,6 +132,9 @@ class _Headers:
         topic = fields.get("Topic", "").strip()
         if not topic:
             raise InputError(source, f"line {lineno}", "header line (PartitionCount:) without a topic name (Topic:)")
+        problem = topic_name_problem(topic)
+        if problem:
+            raise InputError(source, f"line {lineno}: Topic", problem, topic)
         value = fields["PartitionCount"].strip()
         if not _digits(value) or len(value) > 10:
             raise InputError(source, f"line {lineno}: PartitionCount", "expected a non-negative integer", value)
@@ -300,7 +303,10 @@ def _id_lists(values: list[str], lines: list[int], key: str, source: str, *, all
     joined = ",".join(values)
     if allow_empty and "" in values:
         joined = ",".join(filter(None, values))
-    ok = _digits(joined.replace(",", "")) and ",," not in joined and joined[:1] != "," and joined[-1:] != ","
+    if joined:
+        ok = _digits(joined.replace(",", "")) and ",," not in joined and joined[:1] != "," and joined[-1:] != ","
+    else:
+        ok = allow_empty  # every list is empty
     tokens = joined.split(",") if ok and joined else []
     longest = max(map(len, tokens)) if tokens else 0
     out = None

@@ -24,6 +24,8 @@ def parse_json(text: str | bytes, source: str, *, line_offset: int = 0) -> objec
         ) from None
     except RecursionError:
         raise InputError(source, "", "malformed JSON: nested too deeply") from None
+    except ValueError:  # not a JSONDecodeError: an integer of more than 4300 digits
+        raise InputError(source, "", "malformed JSON: a number is too long") from None
     raise InputError(source, "", "malformed JSON: invalid text (for example a non-UTF-8 byte or a number out of range)")
 
 

@@ -93,8 +93,9 @@ def topic_name_problem(name: str) -> str | None:
 
 def _bad_topic_names(unique: list[str]) -> bool:
     """True when one of the (distinct) names is not a valid Kafka topic name: one pass over all of them."""
-    joined = "/".join(unique)  # "/" is not allowed in a name, so a joined name cannot hide a bad one
+    joined = "/".join(unique)  # "/" is not allowed in a name: a name holding one adds to the count of "/"
     return (not joined.isascii() or bool(joined.encode("ascii").translate(None, _TOPIC_CHARS + b"/"))
+            or joined.count("/") != len(unique) - 1
             or "" in unique or "." in unique or ".." in unique or max(map(len, unique)) > MAX_TOPIC_LENGTH)
 
 
@@ -112,37 +113,8 @@ def validate_raw(raw: RawAssignment) -> None:
         name = raw.topic_names[i]
         raise InputError(src, raw.field_place(i, "topic", "Topic"), topic_name_problem(name), name)
     tidx = np.fromiter(map(rank.__getitem__, raw.topic_names), dtype=np.int64, count=n)
-    neg = np.flatnonzero(raw.partition < 0)
-    if len(neg):
-        i = int(neg[0])
-        raise InputError(src, raw.place(i) + ".partition", "partition number must not be negative", int(raw.partition[i]))
-    big = np.flatnonzero(raw.partition > np.iinfo(np.int32).max)
-    if len(big):
-        i = int(big[0])
-        raise InputError(src, raw.place(i) + ".partition", "partition number out of range (0 .. 2147483647)",
-                         int(raw.partition[i]))
-    reps = raw.replicas
-    rf = (reps != PAD).sum(axis=1)
-    empty = np.flatnonzero(rf == 0)
-    if len(empty):
-        i = int(empty[0])
-        raise InputError(src, raw.place(i) + ".replicas", "empty replica list", [])
-    negb = np.argwhere((reps < 0) & (reps != PAD))
-    if len(negb):
-        i = int(negb[0][0])
-        raise InputError(src, raw.place(i) + ".replicas", "broker id must not be negative", int(reps[negb[0][0], negb[0][1]]))
-    big = np.argwhere(reps > np.iinfo(np.int32).max)
-    if len(big):
-        i = int(big[0][0])
-        raise InputError(src, raw.place(i) + ".replicas", "broker id out of range", int(reps[big[0][0], big[0][1]]))
-    srt = np.sort(np.where(reps == PAD, np.iinfo(np.int64).max, reps), axis=1)
-    dup = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != np.iinfo(np.int64).max)
-    bad = np.flatnonzero(dup.any(axis=1))
-    if len(bad):
-        i = int(bad[0])
-        b = int(srt[i, 1:][dup[i]][0])
-        raise InputError(src, raw.place(i) + ".replicas", f"broker {b} appears twice in one replica list",
-                         [int(x) for x in reps[i] if x != PAD])
+    _check_partition_numbers(raw)
+    _check_replica_lists(raw)
     # duplicate (topic, partition)
     order = np.lexsort((raw.partition, tidx))
     same = (tidx[order][1:] == tidx[order][:-1]) & (raw.partition[order][1:] == raw.partition[order][:-1])
@@ -151,3 +123,43 @@ def validate_raw(raw: RawAssignment) -> None:
         a, b = sorted((int(order[d[0]]), int(order[d[0] + 1])))
         raise InputError(src, raw.place(b), f"duplicate partition (also at {raw.place(a)})",
                          f"{raw.topic_names[b]}-{int(raw.partition[b])}")
+
+
+def _check_partition_numbers(raw: RawAssignment) -> None:
+    """Partition numbers from 0 to 2^31 - 1."""
+    def at(i: int) -> str:
+        return raw.field_place(i, "partition", "Partition")
+
+    neg = np.flatnonzero(raw.partition < 0)
+    if len(neg):
+        i = int(neg[0])
+        raise InputError(raw.source, at(i), "partition number must not be negative", int(raw.partition[i]))
+    big = np.flatnonzero(raw.partition > np.iinfo(np.int32).max)
+    if len(big):
+        i = int(big[0])
+        raise InputError(raw.source, at(i), "partition number out of range (0 .. 2147483647)", int(raw.partition[i]))
+
+
+def _check_replica_lists(raw: RawAssignment) -> None:
+    """Every list non-empty, of broker ids from 0 to 2^31 - 1, each at most once."""
+    def at(i: int) -> str:
+        return raw.field_place(i, "replicas", "Replicas")
+
+    reps = raw.replicas
+    empty = np.flatnonzero(reps[:, 0] == PAD)
+    if len(empty):
+        raise InputError(raw.source, at(int(empty[0])), "empty replica list", [])
+    bad = np.argwhere(((reps < 0) & (reps != PAD)) | (reps > np.iinfo(np.int32).max))
+    if len(bad):
+        i, k = int(bad[0][0]), int(bad[0][1])
+        what = "broker id must not be negative" if reps[i, k] < 0 else "broker id out of range"
+        raise InputError(raw.source, at(i), what, int(reps[i, k]))
+    top = np.iinfo(np.int64).max
+    srt = np.sort(np.where(reps == PAD, top, reps), axis=1)
+    dup = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != top)
+    rows = np.flatnonzero(dup.any(axis=1))
+    if len(rows):
+        i = int(rows[0])
+        b = int(srt[i, 1:][dup[i]][0])
+        raise InputError(raw.source, at(i), f"broker {b} appears twice in one replica list",
+                         [int(x) for x in reps[i] if x != PAD])

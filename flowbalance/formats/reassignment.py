@@ -60,15 +60,16 @@ def reassignment_from_doc(doc: object, source: str, *, any_log_dirs_length: bool
         except KeyError as missing:
             raise InputError(source, f"{at}.{missing.args[0]}", "missing field") from None
         if type(t) is not str:
-            raise InputError(source, f"{at}.topic", "wrong type: expected a string", t)
+            raise InputError(source, f"{at}.topic", "wrong type: expected a string", t, has_value=True)
         if not t:
             raise InputError(source, f"{at}.topic", "empty topic name", t)
-        if type(p) is not int:
-            raise InputError(source, f"{at}.partition", "wrong type: expected an integer", p)
-        if not -(2**63) <= p < 2**63:
+        if type(p) is not int and not _huge(p):
+            raise InputError(source, f"{at}.partition", "wrong type: expected an integer", p, has_value=True)
+        if _huge(p) or not -(2**63) <= p < 2**63:
             raise InputError(source, f"{at}.partition", "partition number out of range (0 .. 2147483647)", p)
         if type(reps) is not list:
-            raise InputError(source, f"{at}.replicas", "wrong type: expected a list of broker ids", reps)
+            raise InputError(source, f"{at}.replicas", "wrong type: expected a list of broker ids", reps,
+                             has_value=True)
         topics[i] = t
         pnum[i] = p
         lengths[i] = len(reps)
@@ -77,7 +78,8 @@ def reassignment_from_doc(doc: object, source: str, *, any_log_dirs_length: bool
         if dirs is not None:
             had_log_dirs = True
             if type(dirs) is not list or not all(type(d) is str for d in dirs):
-                raise InputError(source, f"{at}.log_dirs", "wrong type: expected a list of strings", dirs)
+                raise InputError(source, f"{at}.log_dirs", "wrong type: expected a list of strings", dirs,
+                                 has_value=True)
             if len(dirs) != len(reps) and not (any_log_dirs_length and all(d == "any" for d in dirs)):
                 raise InputError(source, f"{at}.log_dirs", f"has {len(dirs)} entries but replicas has {len(reps)}",
                                  dirs)
@@ -104,13 +106,21 @@ def _raise_bad_id(parts: list, prefix: str, source: str) -> None:
     would otherwise vanish from the list without a word."""
     for i, e in enumerate(parts):
         for v in e["replicas"]:
+            if _huge(v):
+                raise InputError(source, f"{prefix}[{i}].replicas", "broker id out of range", v)
             if type(v) is not int:
-                raise InputError(source, f"{prefix}[{i}].replicas", "broker id must be an integer", v)
+                raise InputError(source, f"{prefix}[{i}].replicas", "broker id must be an integer", v,
+                                 has_value=True)
             if v < 0:
                 raise InputError(source, f"{prefix}[{i}].replicas", "broker id must not be negative", v)
             if v > _MAX_ID:
                 raise InputError(source, f"{prefix}[{i}].replicas", "broker id out of range", v)
     raise AssertionError(f"{source}: a bulk broker id check failed but no id is bad")  # the checks disagree: a bug
+
+
+def _huge(v: object) -> bool:
+    """A whole number beyond 64 bits: orjson reads one as a float (``1e+30`` for thirty 9s)."""
+    return type(v) is float and v.is_integer() and abs(v) >= 2**63
 
 
 def _int_array(values: list) -> np.ndarray | None:
@@ -139,7 +149,7 @@ def read_generate_output(text: str, source: str) -> RawAssignment:
     if at < 0:
         raise InputError(source, "", f"no \"{CURRENT_MARK}\" line found")
     start = text.find("{", at)
-    if start < 0:
+    if start < 0 or PROPOSED_MARK in text[at:start]:  # not the proposed configuration instead
         raise InputError(source, "", f"no JSON after \"{CURRENT_MARK}\"")
     doc = _first_json_value(text, start, source)
     return reassignment_from_doc(doc, source, any_log_dirs_length=True)
@@ -170,3 +180,5 @@ def _first_json_value(text: str, start: int, source: str) -> object:
                          f"malformed JSON: {err.msg}") from None
     except RecursionError:
         raise InputError(source, "", "malformed JSON: nested too deeply") from None
+    except ValueError:  # not a JSONDecodeError: an integer of more than 4300 digits
+        raise InputError(source, "", "malformed JSON: a number is too long") from None

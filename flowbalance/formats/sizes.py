@@ -27,6 +27,7 @@ _MAX_BYTES = 2**63 - 1  # sizes are int64 in the cluster model
 _MAX_PARTITION = 2**31 - 1  # as the assignment readers allow
 _LEGAL = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"  # Kafka's topic name characters
 _LEGAL_TEXT = "letters, digits, '.', '_' and '-'"
+_MAX_TOPIC_LENGTH = 249
 
 # what tells kafka-log-dirs output apart from a table
 _STATUS_LINES = ("Querying brokers for log directories", "Received log directory information")
@@ -92,7 +93,8 @@ def _ascii_digits(s: str) -> bool:
 def _bulk_sizes(topics: list, parts: list, nbytes: list) -> dict[tuple[str, int], int] | None:
     """The sizes by (topic, partition) when every value is good (CSV: strings; JSON: already typed), else None."""
     n = len(topics)
-    if not n or "" in topics or _illegal("".join(topics)):
+    if not n or "" in topics or _illegal("".join(topics)) or "." in topics or ".." in topics or \
+            max(map(len, topics)) > _MAX_TOPIC_LENGTH:
         return None
     if isinstance(parts[0], str):  # CSV columns: all strings of ASCII digits, not too long for int()
         for col in (parts, nbytes):
@@ -251,6 +253,14 @@ def _check_topic(topic: object, source: str, place: str) -> None:
         raise InputError(source, place, "empty topic name", topic)
     if _illegal(topic):
         raise InputError(source, place, f"not a Kafka topic name (allowed: {_LEGAL_TEXT})", topic)
+    if topic in (".", "..") or len(topic) > _MAX_TOPIC_LENGTH:
+        raise InputError(source, place, f"not a Kafka topic name (\".\", \"..\" and names longer than "
+                         f"{_MAX_TOPIC_LENGTH} are not allowed)", topic)
+
+
+def _field_name(name: str) -> str:
+    """A JSON key as a place in a message: quoted unless it is a plain word (a key may hold a line break)."""
+    return name if name.isidentifier() else repr(name)
 
 
 # ---------------------------------------------------------------- JSON
@@ -264,7 +274,7 @@ def _from_json(text: str, source: str) -> dict[tuple[str, int], int]:
                              "{\"topic\", \"partition\", \"bytes\"} objects, or kafka-log-dirs --describe output)")
         unknown = sorted(set(doc) - {"partitions"})
         if unknown:
-            raise InputError(source, unknown[0], "unknown field (known: partitions)")
+            raise InputError(source, _field_name(unknown[0]), "unknown field (known: partitions)")
         entries, prefix = doc["partitions"], "partitions"
         if not isinstance(entries, list):
             raise InputError(source, "partitions", "wrong type: expected a list", type(entries).__name__)
@@ -292,7 +302,7 @@ def _walk_json(entries: list, prefix: str, source: str) -> dict[tuple[str, int],
             raise InputError(source, place, "wrong type: expected an object", type(e).__name__)
         unknown = sorted(set(e) - FIELDS)
         if unknown:
-            raise InputError(source, f"{place}.{unknown[0]}", "unknown field (known: topic, partition, bytes)")
+            raise InputError(source, f"{place}.{_field_name(unknown[0])}", "unknown field (known: topic, partition, bytes)")
         for k in HEADER:
             if k not in e:
                 raise InputError(source, f"{place}.{k}", "missing field")
