@@ -99,7 +99,7 @@ def load_texts(
         table, raw.topic_names, raw.partition, raw.replicas, had_log_dirs=raw.had_log_dirs
     )
     status = None
-    if getattr(raw, "status", None) is not None:
+    if raw.status is not None:
         _, _, order = ClusterState.canonical_order(raw.topic_names, raw.partition)
         status = ClusterStatus.from_raw(raw.status, raw.topic_names, order)
         warnings.extend(status_warnings(state, status, current_src))

@@ -63,7 +63,7 @@ def test_in_flight_refused_then_planned_from_target(tmp_path, four_brokers, caps
     code, stdout, err = run(["plan", cur, "--brokers", four_brokers, "-o", out, "--from-target", "--json"], capsys)
     assert code == 0, err
     data = json.loads(stdout)
-    assert any("in flight from the reassignment's target" in n for n in data["certificate"]["notes"])
+    assert any("in flight from the reassignment's target" in n for n in data["notes"])
     # the plan starts from [1, 3] for a-0: broker 2 is being removed from it and never comes back by accident
     loaded = load_cluster(cur, brokers=four_brokers)
     given = plan_input(loaded.state, loaded.status, "cur", from_target=True)
@@ -139,7 +139,7 @@ def test_placement_constraints_and_observers_never_move(tmp_path, capsys):
     assert code == 0, err
     rows = _plan_rows(out)
     assert rows and all(t == "free" for t, _ in rows)
-    notes = json.loads(stdout)["certificate"]["notes"]
+    notes = json.loads(stdout)["notes"]
     assert any("placement constraints" in n for n in notes)
 
 
