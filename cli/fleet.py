@@ -63,7 +63,7 @@ class _StageProgress:
         if enabled:
             self.progress = Progress(TextColumn("{task.description:<14}"), BarColumn(),
                                      TextColumn("{task.fields[count]}"), TimeElapsedColumn(),
-                                     console=con or Console(stderr=True), transient=True)
+                                     console=con or _progress_console(), transient=True)
             self.task = self.progress.add_task("starting Spark", total=None, count="")
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -72,6 +72,7 @@ class _StageProgress:
         count = f"{done}/{total} clusters" if total else (f"{done} clusters" if done else "")
         self.progress.update(self.task, description=STAGES.get(stage, stage), completed=done,
                              total=total or None, count=count)
+        self.progress.refresh()  # every stage shows, however short
 
     def __enter__(self) -> "_StageProgress":
         if self.progress is not None:
@@ -81,6 +82,11 @@ class _StageProgress:
     def __exit__(self, *exc) -> None:
         if self.progress is not None:
             self.progress.stop()
+
+
+def _progress_console() -> Console:
+    """Where progress goes: stderr (stdout holds the summary or the JSON)."""
+    return Console(stderr=True)
 
 
 def _progress_enabled(json_out: bool, quiet: bool) -> bool:
@@ -157,7 +163,8 @@ def _render(res, out: str, con: Console) -> None:
     s = res.summary
     t = Table(title=f"Fleet: {len(s)} clusters on {_safe_text(res.master)}", title_justify="left")
     for col in ("cluster", "status", "moves", "lower bound", "replica spread", "failover spread", "s"):
-        t.add_column(col, justify="left" if col in ("cluster", "status") else "right")
+        t.add_column(col, justify="left" if col in ("cluster", "status") else "right",
+                     overflow="fold" if col == "cluster" else "ellipsis")  # a name is never cut short
     records = s.to_dict("records")
     for r in records:
         status = "[red]error[/red]" if r["status"] == "error" else _safe_text(r["status"])
