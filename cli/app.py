@@ -18,6 +18,7 @@ try:  # Ctrl-C while the command line loads (numpy, typer, ...): one line, not a
 
     from flowbalance import __version__
     from flowbalance.errors import InputError, PlanningError
+    from flowbalance.verify import PlanVerificationError
     from flowbalance.formats.writers import remove_pending
 
     from .batches import batches
@@ -129,6 +130,11 @@ def _run(argv: list[str] | None) -> int:
         return _exit(_fail(err.line()))
     except PlanningError as err:
         return _exit(_fail(str(err)))
+    except PlanVerificationError as err:
+        # a bug, never an output: nothing was written (verification runs before any file is)
+        sys.stderr.write(f"flowbalance: internal error: the plan failed verification ({escape_controls(str(err))}); "
+                         "nothing was written. Please report this with the input files.\n")
+        return _exit(3)
     except cx.NoArgsIsHelpError as err:
         typer.echo(err.ctx.get_help() if err.ctx else "")
         return _exit(0)

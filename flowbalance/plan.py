@@ -226,7 +226,8 @@ def plan(
                 notes.append(bytes_res.note)
                 seconds["bytes"] = time.perf_counter() - t
         elif not np.array_equal(target_rf, before.rf) or _rows_on_removed(before).any():
-            raise PlanningError("RF changes and broker removals need the replicas stage (--stages replicas,...)")
+            raise InputError("--stages", "", "RF changes and broker removals need the replicas stage "
+                             "(--stages replicas,...)", ",".join(stages))
         if "replicas" in stages and (disk_on or (cap_known and _above_capacity(cur))):
             t = time.perf_counter()
             say("disk balance")
