@@ -7,6 +7,7 @@ from typing import List, Optional
 
 from flowbalance.load import load_cluster
 from flowbalance.plan import STRATEGIES, plan
+from flowbalance.status import plan_input
 from flowbalance.summary import compare_summary
 
 from . import options as o
@@ -30,13 +31,18 @@ def compare(
     format: Optional[str] = o.FormatOpt,
     json_out: bool = o.JsonOpt,
     disable_rack_aware: bool = o.NoRackOpt,
+    from_target: bool = o.FromTargetOpt,
+    move_unhealthy: bool = o.MoveUnhealthyOpt,
 ) -> None:
     """Plan CURRENT with the flow and the template strategy and compare moves, bytes and spreads (writes nothing)."""
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
     with Steps(total=1 + 6 * len(STRATEGIES)) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
-        plans = {s: plan(loaded.state, strategy=s, progress=lambda name, s=s: steps.step(f"{s}: {name}"), **req)
+        given = plan_input(loaded.state, loaded.status, str(current), from_target=from_target,
+                           move_unhealthy=move_unhealthy)
+        plans = {s: plan(given.state, strategy=s, progress=lambda name, s=s: steps.step(f"{s}: {name}"),
+                         pinned=given.pinned, notes=given.notes, **req)
                  for s in STRATEGIES}
     for w in loaded.warnings:
         warn(w)

@@ -186,3 +186,14 @@ def test_library_pinned_rows_are_untouched():
         plan(st, pinned=pin, remove=[2])
     with pytest.raises(InputError):
         plan(st, add=[3], remove=[3])
+
+
+def test_compare_holds_the_same_partitions(tmp_path, four_brokers, capsys):
+    lines = crowded()
+    lines[0] = "Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2\tAdding Replicas: 3\tRemoving Replicas: 2"
+    cur = tmp_path / "describe.txt"
+    cur.write_text(describe(lines))
+    code, _, err = run(["compare", cur, "--brokers", four_brokers], capsys)
+    assert code == 2 and "--from-target" in err and err.count("\n") == 1
+    code, _, err = run(["compare", cur, "--brokers", four_brokers, "--from-target"], capsys)
+    assert code == 0, err
