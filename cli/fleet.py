@@ -6,6 +6,7 @@ Java's and Spark's own output goes to OUT/spark.log, never to the terminal.
 """
 from __future__ import annotations
 
+import os
 import sys
 import unicodedata
 from typing import List, Optional
@@ -150,8 +151,21 @@ def fleet(
         _render(res, out, console())
     if res.failed:
         sys.stdout.flush()
-        sys.stderr.write(_failed_line(res.failed, len(res.summary)) + "\n")
+        if not (json_out and _stderr_is_stdout()):  # the JSON's "failed" says which; stdout stays valid JSON
+            sys.stderr.write(_failed_line(res.failed, len(res.summary)) + "\n")
         raise typer.Exit(1)
+
+
+def _stderr_is_stdout() -> bool:
+    """Whether stderr goes into the same file or pipe as stdout (not a terminal): spark-submit runs this script
+    with its stderr merged into stdout."""
+    try:
+        if os.isatty(2):
+            return False
+        a, b = os.fstat(1), os.fstat(2)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _num(x) -> str:
