@@ -372,3 +372,36 @@ def test_the_command_prints_nothing_from_java_or_spark(tmp_path):
     assert "\x1b" not in run.stdout  # piped: no progress display, no colours
     assert run.stdout.startswith("Fleet: 6 clusters on local[2]")
     assert (out / "spark.log").is_file()  # where Java's and Spark's own output went
+
+
+# ---- the command's output for a given result (no Spark: run_fleet replaced by one returning that result) ----------
+
+def _fake_result(statuses: dict[str, str]):
+    from flowbalance.pipeline.output import summary_table
+    from flowbalance.pipeline.run import FleetResult
+
+    errors = pd.DataFrame([{"cluster": c, "stage": "ingest", "reason": f"{c}: [red]bad[/red] \x1b[2J"}
+                           for c, s in statuses.items() if s == "error"], columns=["cluster", "stage", "reason"])
+    health = pd.DataFrame({"cluster": list(statuses), "balanced": True})
+    planned = pd.DataFrame(columns=["cluster", "ok"])
+    return FleetResult(summary=summary_table(list(statuses), planned, health, errors), files=[], master="local[1]")
+
+
+@pytest.mark.parametrize("flags", [[], ["-q"], ["--json"]])
+def test_failed_clusters_give_exit_1_and_the_last_line_in_every_mode(run_cli, monkeypatch, tmp_path, flags):
+    import flowbalance.pipeline.run as run
+
+    statuses = {"alpha": "balanced", "beta": "error", "gamma": "balanced", "delta": "error", "e\x1bx": "error"}
+    monkeypatch.setattr(run, "run_fleet", lambda *a, **k: _fake_result(statuses))
+    code, out, err = run_cli("fleet", FLEET, "-o", tmp_path, *flags)
+    assert code == 1
+    assert err.splitlines() == ["flowbalance: 3 of 5 clusters failed: beta, delta, e\\x1bx"]
+    if flags == ["-q"]:
+        assert out == ""
+    elif flags == ["--json"]:
+        assert json.loads(out)["failed"] == ["beta", "delta", "e\x1bx"]
+    else:
+        assert "\x1b" not in out and "beta: ingest: beta: [red]bad[/red] \\x1b[2J" in out
+    monkeypatch.setattr(run, "run_fleet", lambda *a, **k: _fake_result({"alpha": "balanced"}))
+    code, out, err = run_cli("fleet", FLEET, "-o", tmp_path, *flags)
+    assert code == 0 and err == ""
