@@ -9,6 +9,8 @@ from .load import parse_broker_ids
 
 FLEET_KEYS = ("remove", "add", "replace", "replication_factor", "topic_rf", "topics", "exclude_topics", "per_topic",
               "strategy", "objective", "balance", "disk_tolerance")
+# how a cluster's files are read (used at ingest, not passed to plan())
+INPUT_KEYS = ("current", "brokers", "sizes", "format", "disable_rack_aware", "from_target", "move_unhealthy")
 
 
 def parse_replace(text: str | None, flag: str = "--replace") -> dict[int, int]:
@@ -74,10 +76,12 @@ def fleet_request(req: Mapping[str, Any], source: str) -> dict:
     ``remove``/``add``: [ids] or "3,4"; ``replace``: {"7": 31} or "7:31"; ``replication_factor``: int;
     ``topic_rf``: {"topic": n}; ``topics``/``exclude_topics``: regex; ``per_topic``: bool; ``strategy``;
     ``objective`` / ``balance`` / ``disk_tolerance`` as the plan flags (sizes from the dump or --sizes-from-metrics)."""
-    unknown = sorted(set(req) - set(FLEET_KEYS) - {"current", "brokers", "sizes", "format", "disable_rack_aware"})
+    unknown = sorted(set(req) - set(FLEET_KEYS) - set(INPUT_KEYS))
     if unknown:
-        raise InputError(source, unknown[0], f"unknown key (choose from {', '.join(FLEET_KEYS)}, current, brokers, "
-                                             "sizes, format, disable_rack_aware)")
+        raise InputError(source, unknown[0], f"unknown key (choose from {', '.join(FLEET_KEYS + INPUT_KEYS)})")
+    for key in ("from_target", "move_unhealthy", "disable_rack_aware"):
+        if type(req.get(key, False)) is not bool:
+            raise InputError(source, key, "expected true or false", req[key])
     rep = req.get("replace")
     if isinstance(rep, dict):
         try:

@@ -197,3 +197,36 @@ def test_compare_holds_the_same_partitions(tmp_path, four_brokers, capsys):
     assert code == 2 and "--from-target" in err and err.count("\n") == 1
     code, _, err = run(["compare", cur, "--brokers", four_brokers, "--from-target"], capsys)
     assert code == 0, err
+
+
+def _fleet_round_trip(files: dict[str, str], req: dict):
+    """A cluster's files through the fleet's ingest and planning tasks (pandas only: the functions Spark runs)."""
+    import pandas as pd
+    pytest.importorskip("pyspark")
+    from flowbalance.pipeline.fleetplan import plan_cluster
+    from flowbalance.pipeline.ingest import LONG_COLUMNS, parse_cluster
+
+    pdf = pd.DataFrame({"cluster": ["c1"] * len(files), "name": list(files),
+                        "content": [t.encode() for t in files.values()]})
+    long = parse_cluster(pdf, {"c1": req})
+    for c in LONG_COLUMNS:
+        if c not in long:
+            long[c] = None
+    if (long["kind"] == "error").any():
+        return long[long["kind"] == "error"]["reason"].iloc[0], None
+    return None, plan_cluster(long[LONG_COLUMNS]).iloc[0]
+
+
+def test_fleet_applies_the_same_status_rules():
+    lines = crowded()
+    lines[0] = "Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2\tAdding Replicas: 3\tRemoving Replicas: 2"
+    lines[1] = "Topic: a\tPartition: 1\tLeader: none\tReplicas: 1,2\tIsr: \tOffline: 1,2"
+    files = {"describe.txt": describe(lines), "brokers.csv": "id\n1\n2\n3\n4\n"}
+    reason, _ = _fleet_round_trip(files, {})
+    assert reason is not None and "being reassigned" in reason and "a-0" in reason
+    reason, row = _fleet_round_trip(files, {"from_target": True})
+    assert reason is None and row["ok"], row["reason"]
+    planned = {(e["topic"], e["partition"]) for e in json.loads(row["plan_json"])["partitions"]}
+    assert ("a", 1) not in planned and planned  # the offline partition stays, the others balance
+    reason, _ = _fleet_round_trip(files, {"from_target": "yes"})
+    assert "from_target" in reason and "true or false" in reason

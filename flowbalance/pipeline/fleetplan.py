@@ -13,7 +13,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 
 from . import rows
-from .ingest import LONG, LONG_COLUMNS, Tables, _as_long
+from .ingest import HELD_KEY, LONG, LONG_COLUMNS, Tables, _as_long
 
 PLANNED = ("cluster string, ok boolean, reason string, strategy string, plan_json string, rollback_json string, "
            "election_json string, empty boolean, moves long, min_moves long, lower_bound long, "
@@ -39,9 +39,13 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     req = json.loads(meta["request"].iloc[0]) if len(meta) and meta["request"].iloc[0] else {}
     t0 = time.perf_counter()
     try:
+        held = req.pop(HELD_KEY, None)
         kw = fleet_request(req, f"fleet.json: clusters.{cluster}")
         state = rows.rows_state(pdf[pdf.kind == "brokers"], pdf[pdf.kind == "replicas"], pdf[pdf.kind == "sizes"],
                                 had_log_dirs=had_dirs)
+        if held is not None:
+            kw["pinned"] = _held_rows(state, held["partitions"])
+            kw["notes"] = held["notes"]
         p = plan(state, **kw)
     except InputError as err:
         out.update(ok=False, reason=err.line())
@@ -65,6 +69,16 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
         seconds=round(time.perf_counter() - t0, 4),
     )
     return pd.DataFrame([out])
+
+
+def _held_rows(state, partitions: list) -> "np.ndarray":
+    """Mask over ``state``'s rows of the (topic, partition) pairs ingest held in place."""
+    import numpy as np
+
+    mask = np.zeros(state.num_partitions, dtype=bool)
+    for topic, part in partitions:
+        mask[state.find(topic, part)] = True
+    return mask
 
 
 def plan_fleet(tables: Tables, clusters: DataFrame | None = None, counter=None) -> DataFrame:

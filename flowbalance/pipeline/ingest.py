@@ -94,6 +94,7 @@ def _pick(files: dict[str, bytes], wanted: str | None, names: tuple[str, ...], c
 def parse_cluster(pdf: pd.DataFrame, requests: dict[str, dict]) -> pd.DataFrame:
     """One cluster's files (name, content) → its rows in the long schema, or one error row."""
     from ..load import load_texts, mark_removed
+    from ..status import plan_input
     from ..request import fleet_request
 
     cluster = str(pdf["cluster"].iloc[0])
@@ -120,7 +121,10 @@ def parse_cluster(pdf: pd.DataFrame, requests: dict[str, dict]) -> pd.DataFrame:
 
         loaded = load_texts(text(cur), brokers=text(brk), sizes=text(siz), fmt=req.get("format"),
                             disable_rack_aware=bool(req.get("disable_rack_aware", False)))
-        state = loaded.state
+        given = plan_input(loaded.state, loaded.status, f"{cluster}/{cur}",
+                           from_target=bool(req.get("from_target", False)),
+                           move_unhealthy=bool(req.get("move_unhealthy", False)))
+        state = given.state
         if kw["remove"]:
             state = mark_removed(state, list(kw["remove"]))
     except InputError as err:
@@ -129,9 +133,21 @@ def parse_cluster(pdf: pd.DataFrame, requests: dict[str, dict]) -> pd.DataFrame:
         return _error(cluster, "ingest", f"{type(err).__name__}: {err}")
     t = rows.state_rows(cluster, state)
     meta = pd.DataFrame({"cluster": [cluster], "had_log_dirs": [bool(state.had_log_dirs)],
-                         "request": [json.dumps(req, sort_keys=True)]})
+                         "request": [json.dumps(with_held(req, state, given), sort_keys=True)]})
     return pd.concat([_long("brokers", t["brokers"]), _long("replicas", t["replicas"]), _long("sizes", t["sizes"]),
                       _long("clusters", meta)], ignore_index=True)
+
+
+HELD_KEY = "_held"  # in a cluster's stored request: partitions that stay in place, and the notes that say why
+
+
+def with_held(req: dict, state, given) -> dict:
+    """The request as stored in the clusters table, with the partitions ``plan_input`` holds in place
+    ([[topic, partition], ...]) and its notes under ``HELD_KEY`` (the planning task gives them to ``plan``)."""
+    if not given.pinned.any() and not given.notes:
+        return req
+    held = [[state.topics[state.topic[r]], int(state.partition[r])] for r in given.pinned.nonzero()[0].tolist()]
+    return {**req, HELD_KEY: {"partitions": held, "notes": list(given.notes)}}
 
 
 def _split(long: DataFrame, metrics: DataFrame | None = None) -> Tables:
