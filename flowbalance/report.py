@@ -77,12 +77,13 @@ def _warnings(state: ClusterState, m: StateMetrics, label: str) -> list[dict]:
         over_racks = np.flatnonzero(rf > n_racks)
         if len(over_racks):
             out.append({"kind": "rack_rule_impossible", "state": label,
-                        "message": f"{len(over_racks)} partitions have RF above the {n_racks} racks: two replicas "
-                                   "must share a rack",
+                        "message": f"{len(over_racks)} partitions have RF above the {n_racks} racks: some replicas "
+                                   "must share a rack (the rack rule spreads them as evenly as the brokers allow)",
                         "items": [partition_name(state, int(r)) for r in over_racks[:MAX_LISTED]]})
     if len(m.rack_violations):
         out.append({"kind": "rack_violations", "state": label,
-                    "message": f"{len(m.rack_violations)} partitions have two replicas in one rack",
+                    "message": f"{len(m.rack_violations)} partitions break the rack rule (more replicas in one "
+                               "rack than an even spread over the racks needs)",
                     "items": [partition_name(state, int(r)) for r in m.rack_violations[:MAX_LISTED]]})
     if state.has_sizes:
         sz = state.size[state.size >= 0]
