@@ -35,3 +35,20 @@ def test_every_flag_in_the_quickstart_and_workflow_exists(run_cli):
                 if w.startswith("--"):
                     assert w.split("=")[0] in out, (doc, cmd, w)
     assert seen >= 8  # the examples were found
+
+
+def test_help_blocks_in_commands_md_are_the_commands_help():
+    """commands.md shows each command's --help as printed at 80 columns: it may not drift from the code."""
+    import os
+    import subprocess
+    import sys
+
+    text = (ROOT / "docs" / "commands.md").read_text()
+    env = dict(os.environ, COLUMNS="80", TERM="dumb", NO_COLOR="1")
+    env.pop("FORCE_COLOR", None)
+    for name in _names():
+        got = subprocess.run([sys.executable, "-m", "flowbalance_cli", name, "--help"], capture_output=True,
+                             text=True, env=env, cwd=ROOT).stdout.rstrip() + "\n"
+        block = re.search(r"```\n(Usage: flowbalance " + name + r" .*?)```", text, flags=re.S)
+        assert block is not None, name
+        assert block.group(1) == got.replace("Usage: python -m flowbalance_cli", "Usage: flowbalance"), name
