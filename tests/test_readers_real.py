@@ -246,6 +246,16 @@ def test_describe_variants_read_like_the_tab_original(tab_describe, variant):
     same(read_describe(tab_describe, "d"), read_describe(text, "d"))
 
 
+@pytest.mark.parametrize("extra", ["\tOffline: ", "\tElr: N/A\tLastKnownElr: N/A", "\tElr: \tLastKnownElr: ",
+                                   "\tOffline: \tLiveObservers: ", "\tAdding Replicas: \tRemoving Replicas: ",
+                                   "\tClusterLinkId: x\tMirrorState: y"])
+def test_describe_optional_fields_do_not_change_the_read(tab_describe, extra):
+    """Empty or ignored fields after Isr, Kafka's or Confluent's, read like the plain line (some lines go by the
+    reader's usual-line path, others by the key-by-key path: both give the same)."""
+    text = "\n".join(ln + extra if "Partition:" in ln else ln for ln in tab_describe.split("\n"))
+    same(read_describe(tab_describe, "d"), read_describe(text, "d"))
+
+
 def test_describe_tolerates_unknown_keys_and_surrounding_lines(tab_describe):
     lines = tab_describe.split("\n")
     noisy = ["[2024-08-13 00:12:27,203] WARN [AdminClient clientId=adminclient-1] a partition: warning", "",

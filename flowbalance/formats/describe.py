@@ -41,6 +41,7 @@ _LIST_KEYS = ("Adding Replicas", "Removing Replicas", "Observers", "LiveObserver
 # the usual partition line's keys (its values are single tokens, no value holds a ":"): read without the regex
 _USUAL = ["Topic:", "Partition:", "Leader:", "Replicas:", "Isr:"]
 _USUAL_ELR = _USUAL + ["Elr:", "LastKnownElr:"]  # Kafka 3.7+ (KIP-966)
+_USUAL_OFFLINE = _USUAL + ["Offline:"]  # Confluent Server, with nothing offline
 _LEADERLESS = frozenset({"none", "None", "-1"})
 _MAX_ID = 2**31 - 1
 _PLACEMENT = "confluent.placement.constraints"
@@ -70,7 +71,8 @@ def _read(text: str, source: str) -> RawAssignment:
             rows.append(tok[1::2])
             lines.append(lineno)
             continue
-        if tok[0::2] == _USUAL_ELR and len(tok) == 14 and line.count(":") == 7:
+        if tok[0::2] == _USUAL_ELR and len(tok) == 14 and line.count(":") == 7 or \
+                tok[0::2] == _USUAL_OFFLINE and len(tok) == 11 and line.count(":") == 6:
             rows.append(tok[1:10:2])
             lines.append(lineno)
             continue
@@ -180,8 +182,8 @@ class _Columns:
                           None if leader is None else leader.strip(), fields["Replicas"].strip(),
                           None if isr is None else isr.strip()])
         self.lines.append(lineno)
-        if not fields.keys() <= _BULK_KEYS:
-            self.extra.append((len(self.lines) - 1, lineno, fields))
+        if not fields.keys() <= _BULK_KEYS and any(fields[k].strip() for k in _LIST_KEYS if k in fields):
+            self.extra.append((len(self.lines) - 1, lineno, fields))  # a list field that is not empty
 
     def build(self, source: str, heads: _Headers) -> RawAssignment:
         n = len(self.lines)

@@ -175,9 +175,9 @@ def _first_json_value(text: str, start: int, source: str) -> object:
     try:
         return json.JSONDecoder().raw_decode(text, start)[0]
     except json.JSONDecodeError as err:
-        line_start = text.rfind("\n", 0, err.pos) + 1
-        raise InputError(source, f"line {text.count(chr(10), 0, err.pos) + 1} column {err.pos - line_start + 1}",
-                         f"malformed JSON: {err.msg}") from None
+        line = text.count("\n", 0, err.pos) + 1
+        column = err.pos - (text.rfind("\n", 0, err.pos) + 1) + 1
+        raise InputError(source, f"line {line} column {column}", f"malformed JSON: {err.msg}") from None
     except RecursionError:
         raise InputError(source, "", "malformed JSON: nested too deeply") from None
     except ValueError:  # not a JSONDecodeError: an integer of more than 4300 digits
