@@ -23,10 +23,11 @@ pytest.importorskip("pyspark")
 
 from flowbalance.generate import generate_cluster  # noqa: E402
 from flowbalance.metrics import _clean, measure  # noqa: E402
-from flowbalance.model import Brokers, ClusterState  # noqa: E402
+from flowbalance.model import PAD, Brokers, ClusterState  # noqa: E402
 from flowbalance.pipeline import rows  # noqa: E402
 from flowbalance.pipeline.health import (  # noqa: E402
-    HEALTH_BROKERS, HEALTH_CLUSTERS, _clean as sql_clean, _pairwise_sum, health)
+    HEALTH_BROKERS, HEALTH_CLUSTERS, _clean as sql_clean, _pairwise_sum, _rack_rule, health)
+from flowbalance.racks import distinct_rack_bounds  # noqa: E402
 from flowbalance.summary import Thresholds, evaluate  # noqa: E402
 
 DECIMAL_WEIGHTS = [0.1, 0.7, 1.3, 0.2, 2.9, 0.3, 1.1, 0.6, 1.7, 0.9, 0.35, 1.05]
@@ -41,6 +42,22 @@ def _weighted(state: ClusterState, weights) -> ClusterState:
 
 def _removed(state: ClusterState, ids) -> ClusterState:
     return state.with_brokers(state.brokers.with_removed(ids))
+
+
+def _racked(sizes: dict[str, int], removed: list[int], parts: int, seed: int) -> ClusterState:
+    """Brokers 101, 102, ... filling racks of the given (unequal) sizes in order, some removed, and ``parts``
+    partitions over three topics, each on a random set of distinct brokers (removed ones included) of a random RF
+    from 1 to every broker: RF above the racks (and above the live brokers) with even and uneven rack spreads."""
+    racks = [r for r, n in sizes.items() for _ in range(n)]
+    ids = np.arange(101, 101 + len(racks))
+    b = Brokers.build(ids, racks).with_removed(removed)
+    rng = np.random.default_rng(seed)
+    mat = np.full((parts, len(ids)), PAD, dtype=np.int64)
+    for i in range(parts):
+        k = int(rng.integers(1, len(ids) + 1))
+        mat[i, :k] = rng.permutation(ids)[:k]
+    topics = [f"t{i % 3}" for i in range(parts)]
+    return ClusterState.build(b, topics, np.arange(parts) // 3, mat)
 
 
 def _fleet() -> dict[str, ClusterState]:
@@ -84,6 +101,13 @@ def _fleet() -> dict[str, ClusterState]:
     # Spark's bround(x, 3), which rounds that text half to even, 2.012
     f["c17-rounding-tie"] = _weighted(g(brokers=6, topics=1, partitions=(1, 8), rf=1, seed=3985),
                                       [0.25, 1.6, 1.6, 0.25, 0.3, 0.2])
+    # the generalized rack rule: RF above the racks over racks of unequal size (3 + 3 + 1: RF 4 is 2, 1, 1 or
+    # 1, 2, 1; RF 5 is 2, 2, 1), a rack whose only broker is removed (3 + 2 live, the third rack capped at the
+    # level L and no lower bound checked for partitions on it), and equal live racks beside a rack whose removed
+    # brokers still hold replicas
+    f["c18-uneven-racks"] = _racked({"a": 3, "b": 3, "c": 1}, [], 60, seed=18)
+    f["c19-rack-emptied"] = _racked({"a": 3, "b": 2, "c": 1}, [106], 60, seed=19)
+    f["c20-rack-half-removed"] = _racked({"a": 4, "b": 2, "c": 2}, [101, 102], 60, seed=20)
     return f
 
 
@@ -200,6 +224,75 @@ def test_the_fleet_covers_the_cases(fleet):
     assert any(row["replicas"] == 0 and not row["removed"] for row in brokers.values())  # an idle broker
     assert {c["live_brokers"] for c in clusters.values()} >= {0, 1}
     assert max(c["brokers"] for c in clusters.values()) > 128  # numpy's pairwise sum splits the blocks
+
+
+def _old_rule(st: ClusterState) -> int:
+    """The rule the fleet used before the generalization: two replicas in one rack although RF <= live racks."""
+    b = st.brokers
+    live_racks = len(set(b.rack[b.live].tolist()))
+    idx = st.replica_index
+    return sum(1 for row in idx if len(set(b.rack[row[row >= 0]].tolist())) < (row >= 0).sum() <= live_racks)
+
+
+def test_the_fleet_covers_the_rack_rule(fleet):
+    """Guards the fixture for the rack rule: RF above the live racks over racks of unequal live size, breaking
+    the rule and keeping it, a rack emptied by a removal holding replicas, and clusters where the old
+    "two replicas in one rack while RF <= racks" count differs from the library's (so the comparison with
+    ``measure`` above tells the two rules apart)."""
+    lib, clusters, _, _ = fleet
+    above_bad = above_ok = emptied = 0
+    differs = []
+    for name, (st, m, _) in lib.items():
+        b = st.brokers
+        if not b.has_racks:
+            continue
+        live_sizes = np.bincount(b.rack[b.live], minlength=len(b.rack_names))
+        dead = np.flatnonzero((live_sizes == 0) & (np.bincount(b.rack, minlength=len(b.rack_names)) > 0))
+        nz = live_sizes[live_sizes > 0]
+        above = (st.rf > len(nz)) & (st.rf <= nz.sum())
+        if len(set(nz.tolist())) > 1:
+            bad = np.isin(np.arange(st.num_partitions), m.rack_violations)
+            above_bad += int((above & bad).sum())
+            above_ok += int((above & ~bad).sum())
+        if len(dead) and b.live.any():
+            idx = st.replica_index
+            emptied += int(np.isin(np.where(idx >= 0, b.rack[np.maximum(idx, 0)], -1), dead).any(axis=1).sum())
+        if _old_rule(st) != len(m.rack_violations):
+            differs.append(name)
+        assert clusters[name]["rack_violations"] == len(m.rack_violations)
+    assert above_bad and above_ok and emptied
+    assert {"c18-uneven-racks", "c19-rack-emptied", "c20-rack-half-removed"} <= set(differs)
+
+
+def test_rack_rule_sql_equals_distinct_rack_bounds(spark):
+    """The per-(cluster, RF) table of the rule (level L, lo and hi per live rack) equals
+    ``racks.distinct_rack_bounds`` on random unequal rack sizes, for every RF from 1 to above the live brokers
+    (no row then: the rule does not apply)."""
+    rng = np.random.default_rng(7)
+    sizes, ks, want = [], [], {}
+    for c in range(150):
+        s = rng.integers(1, 7, int(rng.integers(1, 6))).tolist()
+        if c % 10 == 0:
+            s = [int(rng.integers(1, 400)), 1, 2]  # a large rack: the level search spans many steps
+        name = f"c{c}"
+        names = [f"r{j}" for j in range(len(s))]
+        sizes.append((name, [(r, n) for r, n in zip(names, s)]))
+        k = np.arange(1, sum(s) + 3)
+        ks += [(name, int(x)) for x in k]
+        uniq, _, level, lo, hi = distinct_rack_bounds(k, np.array(s))
+        for j, kk in enumerate(uniq.tolist()):
+            if kk <= sum(s):
+                want[(name, kk)] = (int(level[j]), {r: (int(lo[j, i]), int(hi[j, i])) for i, r in enumerate(names)})
+    sz = spark.createDataFrame(sizes, "cluster string, sz array<struct<rack: string, s: long>>")
+    kd = spark.createDataFrame(ks, "cluster string, k int")
+    got = {(r.cluster, r.k): (r.L, {x: (v.lo, v.hi) for x, v in r.rb.items()}, r.nlo)
+           for r in _rack_rule(sz, kd).collect()}
+    assert set(got) == set(want)
+    bad = [(key, want[key], got[key]) for key in want
+           if got[key][:2] != want[key] or got[key][2] != sum(lo > 0 for lo, _ in want[key][1].values())]
+    assert not bad
+    assert any(lo != hi for _, bd in want.values() for lo, hi in bd.values())  # ranges, not only fixed counts
+    assert any(len(set(hi for _, hi in bd.values())) > 1 for _, bd in want.values())  # unequal caps
 
 
 def test_output_schemas(fleet):

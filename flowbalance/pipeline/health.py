@@ -154,6 +154,54 @@ def _x(sql: str):
     return F.expr(sql)
 
 
+# ---- the rack rule (flowbalance.racks), per distinct (cluster, RF) ------------------------------------------
+# (SQL names are case-insensitive: no lambda variable below shares a name with a column, such as l and L.)
+
+
+def _live_rack_sizes(b: DataFrame, racks: DataFrame) -> DataFrame:
+    """(cluster, sz): the racks holding a live broker and how many (``racks.live_rack_sizes``), as an array of
+    structs (rack, s), for the clusters with racks (``has_racks``) and a live broker only."""
+    return (b.where(~F.col("removed")).groupBy("cluster", "rack").agg(F.count(F.lit(1)).alias("s"))
+            .join(racks.where("has_racks"), "cluster")
+            .groupBy("cluster").agg(F.collect_list(F.struct("rack", "s")).alias("sz")))
+
+
+def _rack_rule(sizes: DataFrame, ks: DataFrame) -> DataFrame:
+    """(cluster, k, L, rb, nlo) for every (cluster, k) of ``ks`` whose cluster has live racks (``sizes``) and k at
+    most its live brokers (above, no placement exists and nothing counts): ``racks.distinct_rack_bounds`` in SQL.
+
+    L, the level, is the smallest integer with Σ_r min(s_r, L) >= k (searched over 0..max s_r: a few thousand
+    steps at most, once per distinct k); hi_r = min(s_r, L), lo_r = max(min(s_r, L - 1), k - Σ_{q≠r} hi_q)
+    clipped to [0, hi_r]; ``rb`` maps each live rack to (lo, hi) and ``nlo`` counts the racks with lo_r > 0."""
+    reach = "aggregate(sz, 0L, (a, x) -> a + least(x.s, lvl))"
+    lo = "least(hx.hi, greatest(0L, greatest(least(hx.s, greatest(L - 1, 0L)), k - (hsum - hx.hi))))"
+    return (ks.join(sizes, "cluster")
+            .where(_x("k <= aggregate(sz, 0L, (a, x) -> a + x.s)"))
+            .select("cluster", "k", "sz", _x(
+                f"array_min(filter(sequence(0L, array_max(transform(sz, x -> x.s))), lvl -> {reach} >= k))"
+            ).alias("L"))
+            .select("cluster", "k", "L",
+                    _x("transform(sz, x -> named_struct('rack', x.rack, 's', x.s, 'hi', least(x.s, L)))").alias("hs"))
+            .select("cluster", "k", "L", "hs", _x("aggregate(hs, 0L, (a, hx) -> a + hx.hi)").alias("hsum"))
+            .select("cluster", "k", "L",
+                    _x(f"transform(hs, hx -> named_struct('rack', hx.rack, 'lo', {lo}, 'hi', hx.hi))").alias("bd"))
+            .select("cluster", "k", "L",
+                    _x("map_from_entries(transform(bd, d -> struct(d.rack, named_struct('lo', d.lo, 'hi', d.hi))))")
+                    .alias("rb"),
+                    _x("size(filter(bd, d -> d.lo > 0))").alias("nlo")))
+
+
+# Whether a partition (``reps``, joined with its ``_rack_rule`` row: null when the rule does not apply) breaks
+# the rule, as ``metrics.rack_violations``: a rack holds more than hi_r (a rack without live brokers: more than
+# L), or every replica is on a live rack and one holds fewer than lo_r, i.e. it holds fewer than lo_r of a rack
+# it is on, or it is on fewer than the nlo racks with lo_r > 0. O(k^2) per partition, on the racks it holds.
+_RACK_BAD = ("rb IS NOT NULL AND " + _let(
+    "transform(array_distinct(transform(reps, x -> x.rack)), "
+    "r -> named_struct('c', size(filter(reps, x -> x.rack = r)), 'b', try_element_at(rb, r)))", "rc",
+    "exists(rc, y -> y.c > coalesce(y.b.hi, L)) OR (forall(rc, y -> y.b IS NOT NULL) AND "
+    "(exists(rc, y -> y.c < y.b.lo) OR size(filter(rc, y -> y.b.lo > 0)) < nlo))"))
+
+
 # ---- the stage --------------------------------------------------------------------------------------------
 
 
@@ -197,10 +245,9 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
         "cluster", F.col("broker").cast("int").alias("broker"), "rack",
         F.coalesce(F.col("weight").cast("double"), F.lit(1.0)).alias("w"),
         (F.coalesce(F.col("state"), F.lit("live")) == "removed").alias("removed"))
-    # racks count only when every broker has one (Brokers.has_racks); K = racks with a live broker
+    # racks count only when every broker has one (Brokers.has_racks)
     racks = b.groupBy("cluster").agg(
-        ((F.count(F.lit(1)) > 0) & (F.count("rack") == F.count(F.lit(1)))).alias("has_racks"),
-        F.size(F.collect_set(F.when(live, F.col("rack")))).alias("K"))
+        ((F.count(F.lit(1)) > 0) & (F.count("rack") == F.count(F.lit(1)))).alias("has_racks"))
 
     # ---- partitions: replicas in position order (with rack and liveness), size
     rb = (replicas.select("cluster", "topic", F.col("partition").cast("int").alias("partition"),
@@ -215,6 +262,11 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
     else:
         parts = parts.withColumn("size", F.lit(None).cast("long"))
     parts = parts.join(racks, "cluster")
+    # the rack rule per distinct (cluster, RF): a small table, broadcast to the partitions
+    rule = _rack_rule(_live_rack_sizes(b, racks), parts.select("cluster", F.size("reps").alias("k")).distinct())
+    parts = (parts.withColumn("k", F.size("reps"))
+             .join(F.broadcast(rule), ["cluster", "k"], "left")
+             .select("*", _x(_RACK_BAD).alias("rack_bad")))
 
     # ---- per broker: replicas, leaders, bytes (unknown or negative sizes count 0, as byte_counts does)
     counts = (parts.select("cluster", "size", F.explode("reps").alias("x"))
@@ -228,9 +280,7 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
     pc = parts.groupBy("cluster").agg(
         F.count(F.lit(1)).alias("P"), F.sum(F.size("reps")).cast("long").alias("R"),
         F.bool_or(F.coalesce(F.col("size") >= 0, F.lit(False))).alias("has_sizes"),
-        # rack_violations: two replicas in one rack although RF <= number of live racks
-        F.count_if(_x("has_racks AND size(array_distinct(transform(reps, x -> x.rack))) < size(reps) "
-                      "AND size(reps) <= K")).alias("rack_violations"))
+        F.count_if("rack_bad").alias("rack_violations"))
     cl = (bk.groupBy("cluster").agg(
         F.count(F.lit(1)).cast("int").alias("n"),
         F.count_if(live).cast("int").alias("live_n"),
