@@ -2,8 +2,9 @@
 the ``cluster`` column of tables), so that no name can point outside ``-o``, hide in a listing or act as an option.
 
 A name is usable when it is non-empty, at most ``MAX_LENGTH`` characters, has no ``/`` or ``\\``, is not ``.`` or
-``..``, has no control or format characters (below 0x20, 0x7f, Unicode categories Cc, Cf, Zl, Zp) and does not
-start with ``-``. No pyspark here: the check also runs inside Spark tasks.
+``..``, has no control or format characters (below 0x20, 0x7f, Unicode categories Cc, Cf, Zl, Zp, and Cs: a lone
+surrogate, which a JSON ``\\ud800`` escape can produce, is no file name) and does not start with ``-``.
+No pyspark here: the check also runs inside Spark tasks.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import unicodedata
 from ..errors import InputError
 
 MAX_LENGTH = 200
-_BAD_CATEGORIES = ("Cc", "Cf", "Zl", "Zp")
+_BAD_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
 
 
 def name_problem(name: object) -> str | None:
