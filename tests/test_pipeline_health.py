@@ -266,10 +266,10 @@ def test_the_fleet_covers_the_rack_rule(fleet):
 
 def test_rack_rule_sql_equals_distinct_rack_bounds(spark):
     """The per-(cluster, RF) table of the rule (level L, lo and hi per live rack) equals
-    ``racks.distinct_rack_bounds`` on random unequal rack sizes, for every RF from 1 to above the live brokers
-    (no row then: the rule does not apply)."""
+    ``racks.distinct_rack_bounds`` on random unequal rack sizes, for every RF from 1 to the largest given (kmax)
+    or to the live brokers if fewer (above, no row: the rule does not apply)."""
     rng = np.random.default_rng(7)
-    sizes, ks, want = [], [], {}
+    sizes, kmax, want = [], [], {}
     for c in range(150):
         s = rng.integers(1, 7, int(rng.integers(1, 6))).tolist()
         if c % 10 == 0:
@@ -277,14 +277,14 @@ def test_rack_rule_sql_equals_distinct_rack_bounds(spark):
         name = f"c{c}"
         names = [f"r{j}" for j in range(len(s))]
         sizes.append((name, [(r, n) for r, n in zip(names, s)]))
-        k = np.arange(1, sum(s) + 3)
-        ks += [(name, int(x)) for x in k]
-        uniq, _, level, lo, hi = distinct_rack_bounds(k, np.array(s))
+        top = int(rng.integers(1, sum(s) + 3))  # below, at or above the live brokers
+        kmax.append((name, top))
+        uniq, _, level, lo, hi = distinct_rack_bounds(np.arange(1, sum(s) + 3), np.array(s))
         for j, kk in enumerate(uniq.tolist()):
-            if kk <= sum(s):
+            if kk <= min(top, sum(s)):
                 want[(name, kk)] = (int(level[j]), {r: (int(lo[j, i]), int(hi[j, i])) for i, r in enumerate(names)})
     sz = spark.createDataFrame(sizes, "cluster string, sz array<struct<rack: string, s: long>>")
-    kd = spark.createDataFrame(ks, "cluster string, k int")
+    kd = spark.createDataFrame(kmax + [("absent", 3)], "cluster string, kmax int")  # a cluster without racks
     got = {(r.cluster, r.k): (r.L, {x: (v.lo, v.hi) for x, v in r.rb.items()}, r.nlo)
            for r in _rack_rule(sz, kd).collect()}
     assert set(got) == set(want)

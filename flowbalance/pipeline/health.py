@@ -166,17 +166,20 @@ def _live_rack_sizes(b: DataFrame, racks: DataFrame) -> DataFrame:
             .groupBy("cluster").agg(F.collect_list(F.struct("rack", "s")).alias("sz")))
 
 
-def _rack_rule(sizes: DataFrame, ks: DataFrame) -> DataFrame:
-    """(cluster, k, L, rb, nlo) for every (cluster, k) of ``ks`` whose cluster has live racks (``sizes``) and k at
-    most its live brokers (above, no placement exists and nothing counts): ``racks.distinct_rack_bounds`` in SQL.
+def _rack_rule(sizes: DataFrame, kmax: DataFrame) -> DataFrame:
+    """(cluster, k, L, rb, nlo) for k = 1, 2, ... up to ``kmax`` (cluster, kmax) and up to the live brokers (above,
+    no placement exists and nothing counts), for the clusters with live racks (``sizes``):
+    ``racks.distinct_rack_bounds`` in SQL, once per k.
 
     L, the level, is the smallest integer with Σ_r min(s_r, L) >= k (searched over 0..max s_r: a few thousand
     steps at most, once per distinct k); hi_r = min(s_r, L), lo_r = max(min(s_r, L - 1), k - Σ_{q≠r} hi_q)
     clipped to [0, hi_r]; ``rb`` maps each live rack to (lo, hi) and ``nlo`` counts the racks with lo_r > 0."""
     reach = "aggregate(sz, 0L, (a, x) -> a + least(x.s, lvl))"
     lo = "least(hx.hi, greatest(0L, greatest(least(hx.s, greatest(L - 1, 0L)), k - (hsum - hx.hi))))"
-    return (ks.join(sizes, "cluster")
-            .where(_x("k <= aggregate(sz, 0L, (a, x) -> a + x.s)"))
+    return (kmax.join(sizes, "cluster")
+            .select("cluster", "sz", F.explode(_x(
+                "sequence(1, CAST(least(kmax, aggregate(sz, 0L, (a, x) -> a + x.s)) AS INT))")).alias("k"))
+            .where(F.col("k") >= 1)
             .select("cluster", "k", "sz", _x(
                 f"array_min(filter(sequence(0L, array_max(transform(sz, x -> x.s))), lvl -> {reach} >= k))"
             ).alias("L"))
@@ -262,8 +265,11 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
     else:
         parts = parts.withColumn("size", F.lit(None).cast("long"))
     parts = parts.join(racks, "cluster")
-    # the rack rule per distinct (cluster, RF): a small table, broadcast to the partitions
-    rule = _rack_rule(_live_rack_sizes(b, racks), parts.select("cluster", F.size("reps").alias("k")).distinct())
+    # the rack rule per (cluster, RF), for every RF up to the cluster's largest: a small table, broadcast to the
+    # partitions. The largest RF comes from the positions (one cheap aggregate) rather than from ``parts``, whose
+    # collect_list Spark would compute once more.
+    kmax = replicas.groupBy("cluster").agg((F.max(F.col("position").cast("int")) + 1).alias("kmax"))
+    rule = _rack_rule(_live_rack_sizes(b, racks), kmax)
     parts = (parts.withColumn("k", F.size("reps"))
              .join(F.broadcast(rule), ["cluster", "k"], "left")
              .select("*", _x(_RACK_BAD).alias("rack_bad")))
