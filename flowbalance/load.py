@@ -121,8 +121,8 @@ def _check_known_brokers(raw: RawAssignment, table: Brokers, bsrc: str) -> None:
         rows, _ = np.nonzero(used)
         k = int(np.flatnonzero(unknown)[0])
         i = int(rows[k])
-        raise InputError(raw.source, raw.place(i) + ".replicas", f"broker {int(ids[k])} is not listed in {bsrc}",
-                         [int(x) for x in raw.replicas[i] if x != PAD])
+        raise InputError(raw.source, raw.field_place(i, "replicas", "Replicas"),
+                         f"broker {int(ids[k])} is not listed in {bsrc}", [int(x) for x in raw.replicas[i] if x != PAD])
 
 
 def _check_racks(table: Brokers, bsrc: str | None, disable_rack_aware: bool) -> Brokers:

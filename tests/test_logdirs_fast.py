@@ -70,6 +70,8 @@ def reference_read(text: str, source: str):
                 if not dash or not topic or not (num.isascii() and num.isdigit()):
                     raise InputError(source, f"{pat}.partition", "expected \"topic-N\"", name)
                 size = p.get("size")
+                if isinstance(size, float) and size.is_integer() and abs(size) >= 2**63:
+                    raise InputError(source, f"{pat}.size", "size out of range", int(size))
                 if type(size) is not int:
                     raise InputError(source, f"{pat}.size", "wrong type: expected an integer", size)
                 if size < 0:

@@ -145,6 +145,9 @@ def _raise_first_error(brokers: list, source: str) -> NoReturn:
                 if not dash or not topic or not _ascii_digits(num):
                     raise InputError(source, f"{pwhere}.partition", "expected \"topic-N\"", name)
                 size = p.get("size")
+                if type(size) is float and size.is_integer() and abs(size) >= 2**63:
+                    # a whole number beyond 64 bits: orjson reads it as a float
+                    raise InputError(source, f"{pwhere}.size", "size out of range", int(size))
                 if type(size) is not int:
                     raise InputError(source, f"{pwhere}.size", "wrong type: expected an integer", size)
                 if size < 0:
