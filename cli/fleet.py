@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import os
 import sys
-import unicodedata
 from typing import List, Optional
 
 import orjson
 import typer
 from rich.console import Console
-from rich.markup import escape as markup_escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -22,32 +20,11 @@ from rich.text import Text
 from flowbalance.errors import InputError, PlanningError
 
 from . import options as o
-from .render import console
+from .render import console, escape_controls as _escape_controls, json_text, safe_text as _safe_text
 
 MAX_NAMES = 20  # failed clusters named in the last stderr line
 STAGES = {"start": "starting Spark", "ingest": "ingest", "weights": "weights", "health": "health", "plan": "plan",
           "write": "write"}
-
-
-# TODO: use render.safe_text / render.escape_controls once the helper's shared version is committed (same rules:
-# controls, format characters and separators shown as Python escapes, then rich markup escaped).
-def _escape_controls(value: object) -> str:
-    """``str(value)`` with control, format (bidi), separator and surrogate characters shown as ``\\x1b``-style
-    escapes: a name from the input must not move the cursor or clear the screen."""
-    text = str(value)
-    out = []
-    for ch in text:
-        if not ch.isprintable() and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
-            n = ord(ch)
-            out.append(f"\\x{n:02x}" if n < 0x100 else (f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"))
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _safe_text(value: object) -> str:
-    """``value`` ready for a rich markup string: controls escaped, then markup escaped (``[bold]`` stays text)."""
-    return markup_escape(_escape_controls(value))
 
 
 def _cell(markup: str) -> Text:
@@ -146,7 +123,7 @@ def fleet(
         data = {"master": res.master, "seconds": {k: round(v, 3) for k, v in res.seconds.items()},
                 "clusters": orjson.loads(s.to_json(orient="records")), "files": res.files,
                 "failed": res.failed}
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+        sys.stdout.write(json_text(data))
     elif not quiet:
         _render(res, out, console())
     if res.failed:
