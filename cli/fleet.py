@@ -27,6 +27,17 @@ STAGES = {"start": "starting Spark", "ingest": "ingest", "weights": "weights", "
           "write": "write"}
 
 
+def _silence_root_logging() -> None:
+    """py4j reports a Ctrl-C in the middle of a call with ``logging.exception`` on the root logger, which prints a
+    traceback through logging's default set-up; this command prints its own one line (``flowbalance:
+    interrupted``) instead, so the root logger gets a handler that drops records (only where none is set)."""
+    import logging
+
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+
+
 def _cell(markup: str) -> Text:
     """A table cell from markup we wrote (names inside already through ``_safe_text``); no emoji codes."""
     return Text.from_markup(markup, emoji=False)
@@ -98,6 +109,7 @@ def fleet(
         from flowbalance.pipeline.run import run_fleet
     except ImportError as err:
         raise InputError("fleet", "", f"needs the spark extra (pip install 'flowbalance[spark]'): {err}") from None
+    _silence_root_logging()
     settings = {}
     for item in conf or []:
         key, sep, value = item.partition("=")

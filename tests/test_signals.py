@@ -144,3 +144,18 @@ def test_remove_pending_deletes_tracked_temporaries(tmp_path):
     writers._PENDING.add(str(stray))
     assert writers.remove_pending() == 1
     assert not stray.exists() and not writers._PENDING
+
+
+def test_ctrl_c_during_a_fleet_run_is_one_line(tmp_path):
+    """Spark running: the interrupt lands in a py4j call, which py4j reports through logging; the command still
+    ends in its one line, exit 130, and no plan files."""
+    pytest.importorskip("pyspark")
+    out = tmp_path / "out"
+    proc = _spawn([sys.executable, "-m", "flowbalance_cli", "fleet", str(TESTDATA / "fleet"), "-o", str(out)])
+    _wait_for(lambda: (out / "spark.log").exists(), proc, timeout=120)
+    time.sleep(3)  # into the jobs
+    if proc.poll() is not None:
+        pytest.skip("the fleet finished before the interrupt")
+    proc.send_signal(signal.SIGINT)
+    _assert_one_line(proc, signal.SIGINT)
+    assert not list(out.glob("*/plan.json"))
