@@ -285,7 +285,7 @@ def test_rack_rule_sql_equals_distinct_rack_bounds(spark):
                 want[(name, kk)] = (int(level[j]), {r: (int(lo[j, i]), int(hi[j, i])) for i, r in enumerate(names)})
     sz = spark.createDataFrame(sizes, "cluster string, sz array<struct<rack: string, s: long>>")
     kd = spark.createDataFrame(kmax + [("absent", 3)], "cluster string, kmax int")  # a cluster without racks
-    got = {(r.cluster, r.k): (r.L, {x: (v.lo, v.hi) for x, v in r.rb.items()}, r.nlo)
+    got = {(r.cluster, r.k): (r.L, {x: (v.lo, v.hi) for x, v in r.bounds.items()}, r.nlo)
            for r in _rack_rule(sz, kd).collect()}
     assert set(got) == set(want)
     bad = [(key, want[key], got[key]) for key in want

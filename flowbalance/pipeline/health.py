@@ -9,6 +9,9 @@ measured in parallel:
   balanced with its default thresholds (``summary.Thresholds()`` judged as ``summary.evaluate`` does);
 * per broker (``HEALTH_BROKERS``): counts, bytes, and the survivors' leader spread when that broker fails.
 
+Rack violations follow the rack rule of ``flowbalance.racks`` (RF above the racks, racks of unequal size): its
+bounds are a small table per (cluster, RF), broadcast to the partitions, each compared in SQL (``_RACK_BAD``).
+
 Every number equals the library's ``metrics.measure(state)`` on the same cluster (``rows.rows_state`` builds the
 state from the same rows): the float expressions are the library's, operation for operation, and its rounding
 (``metrics._clean``) is done here too. Two details make that bit-exact:
@@ -154,7 +157,7 @@ def _x(sql: str):
     return F.expr(sql)
 
 
-# ---- the rack rule (flowbalance.racks), per distinct (cluster, RF) ------------------------------------------
+# ---- the rack rule (flowbalance.racks), per (cluster, RF) ---------------------------------------------------
 # (SQL names are case-insensitive: no lambda variable below shares a name with a column, such as l and L.)
 
 
@@ -167,19 +170,19 @@ def _live_rack_sizes(b: DataFrame, racks: DataFrame) -> DataFrame:
 
 
 def _rack_rule(sizes: DataFrame, kmax: DataFrame) -> DataFrame:
-    """(cluster, k, L, rb, nlo) for k = 1, 2, ... up to ``kmax`` (cluster, kmax) and up to the live brokers (above,
-    no placement exists and nothing counts), for the clusters with live racks (``sizes``):
-    ``racks.distinct_rack_bounds`` in SQL, once per k.
+    """(cluster, k, L, bounds, nlo) for k = 1, 2, ... up to ``kmax`` (cluster, kmax) and up to the live brokers
+    (above, no placement exists and nothing counts), for the clusters with live racks (``sizes``):
+    ``racks.distinct_rack_bounds`` in SQL, once per k (a few rows per cluster, however many partitions).
 
     L, the level, is the smallest integer with Σ_r min(s_r, L) >= k (searched over 0..max s_r: a few thousand
-    steps at most, once per distinct k); hi_r = min(s_r, L), lo_r = max(min(s_r, L - 1), k - Σ_{q≠r} hi_q)
-    clipped to [0, hi_r]; ``rb`` maps each live rack to (lo, hi) and ``nlo`` counts the racks with lo_r > 0."""
+    steps at most, once per k); hi_r = min(s_r, L), lo_r = max(min(s_r, L - 1), k - Σ_{q≠r} hi_q) clipped to
+    [0, hi_r]; ``bounds`` maps each live rack to (lo, hi) and ``nlo`` counts the racks with lo_r > 0."""
     reach = "aggregate(sz, 0L, (a, x) -> a + least(x.s, lvl))"
     lo = "least(hx.hi, greatest(0L, greatest(least(hx.s, greatest(L - 1, 0L)), k - (hsum - hx.hi))))"
     return (kmax.join(sizes, "cluster")
-            .select("cluster", "sz", F.explode(_x(
-                "sequence(1, CAST(least(kmax, aggregate(sz, 0L, (a, x) -> a + x.s)) AS INT))")).alias("k"))
-            .where(F.col("k") >= 1)
+            .select("cluster", "sz", _x("least(kmax, aggregate(sz, 0L, (a, x) -> a + x.s))").alias("top"))
+            .select("cluster", "sz", "top", F.explode(_x("sequence(1, CAST(greatest(top, 1) AS INT))")).alias("k"))
+            .where(F.col("k") <= F.col("top"))
             .select("cluster", "k", "sz", _x(
                 f"array_min(filter(sequence(0L, array_max(transform(sz, x -> x.s))), lvl -> {reach} >= k))"
             ).alias("L"))
@@ -190,17 +193,17 @@ def _rack_rule(sizes: DataFrame, kmax: DataFrame) -> DataFrame:
                     _x(f"transform(hs, hx -> named_struct('rack', hx.rack, 'lo', {lo}, 'hi', hx.hi))").alias("bd"))
             .select("cluster", "k", "L",
                     _x("map_from_entries(transform(bd, d -> struct(d.rack, named_struct('lo', d.lo, 'hi', d.hi))))")
-                    .alias("rb"),
+                    .alias("bounds"),
                     _x("size(filter(bd, d -> d.lo > 0))").alias("nlo")))
 
 
-# Whether a partition (``reps``, joined with its ``_rack_rule`` row: null when the rule does not apply) breaks
+# Whether a partition (``reps``, joined with its ``_rack_rule`` row: nulls when the rule does not apply) breaks
 # the rule, as ``metrics.rack_violations``: a rack holds more than hi_r (a rack without live brokers: more than
 # L), or every replica is on a live rack and one holds fewer than lo_r, i.e. it holds fewer than lo_r of a rack
 # it is on, or it is on fewer than the nlo racks with lo_r > 0. O(k^2) per partition, on the racks it holds.
-_RACK_BAD = ("rb IS NOT NULL AND " + _let(
+_RACK_BAD = ("bounds IS NOT NULL AND " + _let(
     "transform(array_distinct(transform(reps, x -> x.rack)), "
-    "r -> named_struct('c', size(filter(reps, x -> x.rack = r)), 'b', try_element_at(rb, r)))", "rc",
+    "r -> named_struct('c', size(filter(reps, x -> x.rack = r)), 'b', try_element_at(bounds, r)))", "rc",
     "exists(rc, y -> y.c > coalesce(y.b.hi, L)) OR (forall(rc, y -> y.b IS NOT NULL) AND "
     "(exists(rc, y -> y.c < y.b.lo) OR size(filter(rc, y -> y.b.lo > 0)) < nlo))"))
 
