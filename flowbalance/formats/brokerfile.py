@@ -1,12 +1,11 @@
 """Reader for broker files: JSON (a list of objects, or {"id": "rack"}) or CSV ``id,rack[,weight][,capacity_bytes]``."""
 from __future__ import annotations
 
-import csv
-import io
 import math
 
 from ..errors import InputError
 from ..model import Brokers
+from .csvrows import csv_rows
 from .jsontext import parse_json
 
 _STATES = {"live": False, "removed": True, "remove": True}
@@ -129,16 +128,8 @@ def _from_json(doc: object, source: str) -> Brokers:
 
 def _from_csv(text: str, source: str) -> Brokers:
     rows = []
-    # newline="": lines end at \n, \r\n or \r (a lone \r would otherwise be a csv.Error)
-    reader = csv.reader(io.StringIO(text, newline=""))
     first = True
-    while True:
-        try:
-            rec = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as err:
-            raise InputError(source, f"line {reader.line_num}", f"malformed CSV: {err}") from None
+    for line, rec in csv_rows(text, source):
         rec = [c.strip() for c in rec]
         if not rec or all(c == "" for c in rec) or rec[0].startswith("#"):
             continue
@@ -146,7 +137,7 @@ def _from_csv(text: str, source: str) -> Brokers:
             first = False
             if rec[0].lower() in ("id", "broker", "broker_id"):
                 continue  # header
-        place = f"line {reader.line_num}"
+        place = f"line {line}"
         if len(rec) > 4:
             raise InputError(source, place, "too many columns (expected id,rack[,weight][,capacity_bytes])", ",".join(rec))
         bid = _broker_id(rec[0], source, f"{place}: id")

@@ -16,6 +16,7 @@ import io
 import re
 from itertools import repeat
 
+from .csvrows import csv_rows
 from ..errors import InputError
 from .jsontext import parse_json
 from .logdirs import LogDirs, _gc_paused, read_logdirs
@@ -198,15 +199,7 @@ def _walk_csv(text: str, source: str) -> dict[tuple[str, int], int]:
     sizes: dict[tuple[str, int], int] = {}
     seen_at: dict[tuple[str, int], int] = {}
     first = True
-    reader = _reader(text)
-    while True:
-        try:
-            rec = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as err:
-            raise InputError(source, f"line {reader.line_num}", f"malformed CSV: {err}") from None
-        line = reader.line_num  # the last line of the row (a quoted field may span lines)
+    for line, rec in csv_rows(text, source, skipinitialspace=True):  # line: the row's last line
         if _skip(rec):
             continue
         if first:
