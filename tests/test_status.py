@@ -34,6 +34,10 @@ def describe(lines: list[str], header: dict[str, str] | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
+# a-0 moving from [1, 2] to [1, 3]: Replicas shows the union while it runs
+IN_FLIGHT = "Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2\tAdding Replicas: 3\tRemoving Replicas: 2"
+
+
 def crowded(extra: dict[int, str] | None = None, topic: str = "a", n: int = 8) -> list[str]:
     """Topic ``topic`` with n partitions all on brokers 1,2 (so a plan over brokers 1-4 moves about half)."""
     extra = extra or {}
@@ -53,7 +57,7 @@ def _plan_rows(path):
 
 def test_in_flight_refused_then_planned_from_target(tmp_path, four_brokers, capsys):
     lines = crowded()
-    lines[0] = "Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2\tAdding Replicas: 3\tRemoving Replicas: 2"
+    lines[0] = IN_FLIGHT
     cur = tmp_path / "describe.txt"
     cur.write_text(describe(lines))
     out = tmp_path / "plan.json"
@@ -73,7 +77,7 @@ def test_in_flight_refused_then_planned_from_target(tmp_path, four_brokers, caps
 
 def test_check_warns_in_flight_and_unhealthy(tmp_path, capsys):
     lines = crowded({1: "", 2: ""})
-    lines[0] = "Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2\tAdding Replicas: 3\tRemoving Replicas: 2"
+    lines[0] = IN_FLIGHT
     lines[1] = "Topic: a\tPartition: 1\tLeader: none\tReplicas: 1,2\tIsr: \tOffline: 1,2"
     lines[2] = "Topic: a\tPartition: 2\tLeader: 1\tReplicas: 1,2\tIsr: 1"
     cur = tmp_path / "describe.txt"
@@ -190,7 +194,7 @@ def test_library_pinned_rows_are_untouched():
 
 def test_compare_holds_the_same_partitions(tmp_path, four_brokers, capsys):
     lines = crowded()
-    lines[0] = "Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2\tAdding Replicas: 3\tRemoving Replicas: 2"
+    lines[0] = IN_FLIGHT
     cur = tmp_path / "describe.txt"
     cur.write_text(describe(lines))
     code, _, err = run(["compare", cur, "--brokers", four_brokers], capsys)
@@ -219,7 +223,7 @@ def _fleet_round_trip(files: dict[str, str], req: dict):
 
 def test_fleet_applies_the_same_status_rules():
     lines = crowded()
-    lines[0] = "Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2\tAdding Replicas: 3\tRemoving Replicas: 2"
+    lines[0] = IN_FLIGHT
     lines[1] = "Topic: a\tPartition: 1\tLeader: none\tReplicas: 1,2\tIsr: \tOffline: 1,2"
     files = {"describe.txt": describe(lines), "brokers.csv": "id\n1\n2\n3\n4\n"}
     reason, _ = _fleet_round_trip(files, {})

@@ -16,8 +16,8 @@ import io
 import re
 from itertools import repeat
 
-from .csvrows import csv_rows
 from ..errors import InputError
+from .csvrows import csv_rows
 from .jsontext import parse_json
 from .logdirs import LogDirs, _gc_paused, read_logdirs
 
