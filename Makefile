@@ -22,7 +22,7 @@ demo: $(STAMP)
 	cat out/plan.json
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q --durations=15
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
