@@ -201,11 +201,14 @@ def _rack_rule(sizes: DataFrame, kmax: DataFrame) -> DataFrame:
 # the rule, as ``metrics.rack_violations``: a rack holds more than hi_r (a rack without live brokers: more than
 # L), or every replica is on a live rack and one holds fewer than lo_r, i.e. it holds fewer than lo_r of a rack
 # it is on, or it is on fewer than the nlo racks with lo_r > 0. O(k^2) per partition, on the racks it holds.
-_RACK_BAD = ("bounds IS NOT NULL AND " + _let(
+# At level 1 (RF <= live racks: at most one replica per rack, and every live rack when RF = live racks) that is
+# two replicas in one rack, checked first as such: the common case, and the cheaper expression.
+_RACK_BAD = ("bounds IS NOT NULL AND IF(L = 1, size(array_distinct(transform(reps, x -> x.rack))) < size(reps), "
+             + _let(
     "transform(array_distinct(transform(reps, x -> x.rack)), "
     "r -> named_struct('c', size(filter(reps, x -> x.rack = r)), 'b', try_element_at(bounds, r)))", "rc",
     "exists(rc, y -> y.c > coalesce(y.b.hi, L)) OR (forall(rc, y -> y.b IS NOT NULL) AND "
-    "(exists(rc, y -> y.c < y.b.lo) OR size(filter(rc, y -> y.b.lo > 0)) < nlo))"))
+    "(exists(rc, y -> y.c < y.b.lo) OR size(filter(rc, y -> y.b.lo > 0)) < nlo))") + ")")
 
 
 # ---- the stage --------------------------------------------------------------------------------------------
@@ -269,13 +272,10 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
         parts = parts.withColumn("size", F.lit(None).cast("long"))
     parts = parts.join(racks, "cluster")
     # the rack rule per (cluster, RF), for every RF up to the cluster's largest: a small table, broadcast to the
-    # partitions. The largest RF comes from the positions (one cheap aggregate) rather than from ``parts``, whose
-    # collect_list Spark would compute once more.
+    # partitions (in the one branch below that needs it). The largest RF comes from the positions (one cheap
+    # aggregate) rather than from ``parts``, whose collect_list Spark would compute once more.
     kmax = replicas.groupBy("cluster").agg((F.max(F.col("position").cast("int")) + 1).alias("kmax"))
-    rule = _rack_rule(_live_rack_sizes(b, racks), kmax)
-    parts = (parts.withColumn("k", F.size("reps"))
-             .join(F.broadcast(rule), ["cluster", "k"], "left")
-             .select("*", _x(_RACK_BAD).alias("rack_bad")))
+    rule = F.broadcast(_rack_rule(_live_rack_sizes(b, racks), kmax))
 
     # ---- per broker: replicas, leaders, bytes (unknown or negative sizes count 0, as byte_counts does)
     counts = (parts.select("cluster", "size", F.explode("reps").alias("x"))
@@ -286,10 +286,10 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
     bk = b.join(counts, ["cluster", "broker"], "left").fillna(0, ["replicas", "leaders", "bytes"])
 
     # ---- per cluster: its brokers as one array in id order, partition totals, numpy's sums of the weights
-    pc = parts.groupBy("cluster").agg(
+    pc = parts.withColumn("k", F.size("reps")).join(rule, ["cluster", "k"], "left").groupBy("cluster").agg(
         F.count(F.lit(1)).alias("P"), F.sum(F.size("reps")).cast("long").alias("R"),
         F.bool_or(F.coalesce(F.col("size") >= 0, F.lit(False))).alias("has_sizes"),
-        F.count_if("rack_bad").alias("rack_violations"))
+        F.count_if(_x(_RACK_BAD)).alias("rack_violations"))
     cl = (bk.groupBy("cluster").agg(
         F.count(F.lit(1)).cast("int").alias("n"),
         F.count_if(live).cast("int").alias("live_n"),
