@@ -1,8 +1,9 @@
 """Stage 3 of the fleet pipeline (``flowbalance.pipeline.health``, Spark SQL) against the library's numpy metrics.
 
 One fleet of small random clusters (brokers, racks, rack-aware or not, RF, skew, sizes, removed brokers, weights,
-and edge cases: an idle broker, a single live broker, no live broker, > 128 brokers with decimal weights, and
-clusters where the order of float additions or the rounding rule changes a result) is turned into the normalized
+and edge cases: an idle broker, a single live broker, no live broker, > 128 brokers with decimal weights, racks of
+unequal size with RF above the racks and a rack emptied by removals (the generalized rack rule), and clusters where
+the order of float additions or the rounding rule changes a result) is turned into the normalized
 tables, measured once on a real local Spark, and every number, per cluster and per broker, must EQUAL
 ``metrics.measure`` / ``summary.evaluate(..., Thresholds())`` of the state that ``rows.rows_state`` builds from the
 same rows: two independent implementations, numpy and Spark SQL. The two float primitives the SQL needs (numpy's
