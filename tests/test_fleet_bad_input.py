@@ -1,7 +1,9 @@
 """``flowbalance fleet`` on bad input: names that would escape -o, bad values in tables, unusable snapshots, exit
 codes, no Java or Spark output on the terminal, progress only on a terminal, names printed as text.
 
-Spark runs for real (the session-wide local session of conftest; one subprocess run for what the terminal sees).
+Spark runs for real: the session-wide local session of conftest (one per pytest-xdist worker), one ``run_fleet``
+per snapshot with many bad clusters in it (a module fixture; each cluster's error row is its own test), and one
+subprocess run for what the terminal sees.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ pytest.importorskip("pyspark")
 from flowbalance.errors import InputError  # noqa: E402
 from flowbalance.pipeline.names import MAX_LENGTH, name_problem  # noqa: E402
 
-from .conftest import ROOT, TESTDATA  # noqa: E402
+from .conftest import ROOT, SPARK_TEST_CONF, TESTDATA, fast_jvm_env, restore_spark_conf  # noqa: E402
+from .once import once_per_run  # noqa: E402
 from .test_bad_input import assert_one_line  # noqa: E402
 
 FLEET = TESTDATA / "fleet"
@@ -105,6 +108,22 @@ def test_a_cluster_folder_linked_elsewhere_is_an_error_not_a_write(tmp_path):
     assert _files_under(elsewhere) == set()
 
 
+# ---- what the terminal sees: no Java, no Spark, no progress when piped (a real process) --------------------------
+
+def test_the_command_prints_nothing_from_java_or_spark(tmp_path):
+    out = tmp_path / "out"
+    env = fast_jvm_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"))
+    settings = [a for k, v in SPARK_TEST_CONF.items() for a in ("--conf", f"{k}={v}")]  # the tests' (faster) ones
+    run = subprocess.run([sys.executable, "-m", "flowbalance_cli", "fleet", str(FLEET), "-o", str(out),
+                          "--master", "local[2]", "--conf", "spark.ui.enabled=false", *settings],
+                         env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert run.stderr.splitlines() == [FAILED_LINE]  # no log4j, JVM or progress line
+    assert "\x1b" not in run.stdout  # piped: no progress display, no colours
+    assert run.stdout.startswith("Fleet: 6 clusters on local[2]")
+    assert (out / "spark.log").is_file()  # where Java's and Spark's own output went
+
+
 # ---- tables with bad names and bad values (Spark) --------------------------------------------------------------
 
 def _cluster_rows(cluster: str, brokers=(1, 2, 3), parts=4, topic="t") -> tuple[list, list]:
@@ -156,43 +175,66 @@ def _bad_tables_snapshot(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def bad_tables_run(spark, tmp_path_factory):
-    """``flowbalance fleet`` (in-process, on the shared session) on the bad CSV snapshot, with a wide console."""
+def bad_tables_run(request, tmp_path_factory):
+    """``flowbalance fleet`` (in-process, on the shared session) on the bad CSV snapshot, with a wide console: (exit
+    code, stdout, stderr, the run's folder, -o). Once per test run, also under xdist."""
     from flowbalance_cli.app import main
 
-    tmp = tmp_path_factory.mktemp("bad-tables")
-    snap = _bad_tables_snapshot(tmp)
-    out = tmp / "deep" / "out"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("COLUMNS", "400")
-    err, stdout = io.StringIO(), io.StringIO()
-    mp.setattr(sys, "stderr", err)
-    mp.setattr(sys, "stdout", stdout)
-    try:
-        main(["fleet", str(snap), "-o", str(out)])
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    finally:
-        mp.undo()
-    return code, stdout.getvalue(), err.getvalue(), tmp, out
+    def run(tmp: Path):
+        spark = request.getfixturevalue("spark")
+        snap = _bad_tables_snapshot(tmp)
+        out = tmp / "deep" / "out"
+        mp = pytest.MonkeyPatch()
+        mp.setenv("COLUMNS", "400")
+        err, stdout = io.StringIO(), io.StringIO()
+        mp.setattr(sys, "stderr", err)
+        mp.setattr(sys, "stdout", stdout)
+        try:
+            main(["fleet", str(snap), "-o", str(out)])
+            code = 0
+        except SystemExit as e:
+            code = e.code
+        finally:
+            mp.undo()
+            restore_spark_conf(spark)
+        return code, stdout.getvalue(), err.getvalue(), tmp, out
+
+    return once_per_run(tmp_path_factory, "bad-tables", run)
+
+
+def _reasons(out: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(status, reason) of each cluster in the summary the run wrote."""
+    summary = pd.read_parquet(out / "summary.parquet")
+    return dict(zip(summary.cluster, summary.status)), dict(zip(summary.cluster, summary.reason))
+
+
+# every cluster of the bad CSV snapshot that must be an error row: (test id, cluster, needles of its reason)
+NAME_IDS = {"../../evil": "slash", "..": "dotdot", "-dash": "dash", ESC_NAME: "escape"}  # readable test ids
+BAD_TABLE_ROWS = [
+    *[(f"name-{NAME_IDS[n]}", n, [f"cluster name: {why}", f"(got {n!r})"]) for n, why in BAD_NAMES.items()],
+    ("fleet-json-key", "x/y", ["fleet.json: cluster name: must not contain / or \\ (got 'x/y')"]),
+    *[(f"value-{c}", c, needles) for c, (_, _, needles) in BAD_VALUES.items()],
+    ("broker-twice", "dupe", [f"partition {MARKUP_TOPIC}-0 lists a broker twice"]),
+]
 
 
 def test_bad_names_and_values_are_error_rows_and_the_others_are_planned(bad_tables_run):
     code, stdout, err, tmp, out = bad_tables_run
-    summary = pd.read_parquet(out / "summary.parquet")
-    status = dict(zip(summary.cluster, summary.status))
-    reasons = dict(zip(summary.cluster, summary.reason))
+    status, _ = _reasons(out)
     assert status.pop("good") == "planned" and status.pop(MARKUP_NAME) == "planned"
     assert set(status) == {*BAD_NAMES, *BAD_VALUES, "dupe", "x/y"} and set(status.values()) == {"error"}
-    for name, why in BAD_NAMES.items():
-        assert f"cluster name: {why}" in reasons[name] and f"(got {name!r})" in reasons[name], reasons[name]
-    assert "fleet.json: cluster name: must not contain / or \\ (got 'x/y')" in reasons["x/y"]
-    for name, (_, _, needles) in BAD_VALUES.items():
-        for n in needles:
-            assert n in reasons[name], (name, n, reasons[name])
-    assert f"partition {MARKUP_TOPIC}-0 lists a broker twice" in reasons["dupe"]
+    assert set(status) == {c for _, c, _ in BAD_TABLE_ROWS}
     assert code == 1
+
+
+@pytest.mark.parametrize("cluster,needles", [(c, n) for _, c, n in BAD_TABLE_ROWS],
+                         ids=[i for i, _, _ in BAD_TABLE_ROWS])
+def test_each_bad_cluster_is_an_error_row_with_its_reason(bad_tables_run, cluster, needles):
+    _, _, _, _, out = bad_tables_run
+    status, reasons = _reasons(out)
+    assert status[cluster] == "error"
+    for n in needles:
+        assert n in reasons[cluster], (cluster, n, reasons[cluster])
 
 
 def test_nothing_is_written_outside_the_output_folder(bad_tables_run):
@@ -216,10 +258,18 @@ def test_the_summary_shows_names_and_reasons_as_text(bad_tables_run):
     assert "esc\\x1b[2J" in lines[0] and "../../evil" in lines[0] and "Traceback" not in err
 
 
-def test_parquet_tables_check_ids_names_and_types(spark, tmp_path):
+@pytest.fixture(scope="module")
+def parquet_run(request, tmp_path_factory):
+    """``run_fleet`` on Parquet tables with typed columns (a good cluster, a bad name, bad broker and partition ids):
+    (FleetResult, the run's folder, -o). Once per test run, also under xdist."""
+    return once_per_run(tmp_path_factory, "bad-parquet", lambda tmp: _parquet_run(request.getfixturevalue("spark"),
+                                                                                 tmp))
+
+
+def _parquet_run(spark, tmp: Path):
     from flowbalance.pipeline.run import run_fleet
 
-    snap = tmp_path / "snap"
+    snap = tmp / "snap"
     snap.mkdir()
     brokers, replicas = [], []
     for c in ("good", "../../evil", "negbroker", "halfbroker", "negpart", "hugebroker"):
@@ -234,17 +284,32 @@ def test_parquet_tables_check_ids_names_and_types(spark, tmp_path):
     r.loc[r.cluster == "negpart", "partition"] = [0, 1, 2, -7]
     b.to_parquet(snap / "brokers.parquet", index=False)
     r.to_parquet(snap / "replicas.parquet", index=False)
-    out = tmp_path / "out"
-    res = run_fleet(str(snap), str(out), spark=spark)
-    reasons = dict(zip(res.summary.cluster, res.summary.reason))
+    out = tmp / "out"
+    return run_fleet(str(snap), str(out), spark=spark), tmp, out
+
+
+PARQUET_ROWS = {  # cluster: the needle of its reason
+    "../../evil": "brokers.parquet: cluster name: must not contain / or \\ (got '../../evil')",
+    "negbroker": "column broker: must be 0 or more (got '-1.0')",
+    "halfbroker": "column broker: expected an integer (got '1.5')",
+    "hugebroker": "column broker: is out of range",
+    "negpart": "column partition: must be 0 or more (got '-7')",
+}
+
+
+def test_parquet_tables_check_ids_names_and_types(parquet_run):
+    res, tmp, out = parquet_run
     assert dict(zip(res.summary.cluster, res.summary.status))["good"] == "planned"
     assert res.failed == sorted(["../../evil", "negbroker", "halfbroker", "negpart", "hugebroker"])
-    assert "brokers.parquet: cluster name: must not contain / or \\ (got '../../evil')" in reasons["../../evil"]
-    assert "column broker: must be 0 or more (got '-1.0')" in reasons["negbroker"]
-    assert "column broker: expected an integer (got '1.5')" in reasons["halfbroker"]
-    assert "column broker: is out of range" in reasons["hugebroker"]
-    assert "column partition: must be 0 or more (got '-7')" in reasons["negpart"]
-    assert not (tmp_path / "evil").exists() and sorted(p.parent.name for p in out.rglob("plan.json")) == ["good"]
+    assert res.failed == sorted(PARQUET_ROWS)
+    assert not (tmp / "evil").exists() and sorted(p.parent.name for p in out.rglob("plan.json")) == ["good"]
+
+
+@pytest.mark.parametrize("cluster", list(PARQUET_ROWS), ids=[NAME_IDS.get(c, c) for c in PARQUET_ROWS])
+def test_each_bad_parquet_cluster_names_column_and_value(parquet_run, cluster):
+    res, _, _ = parquet_run
+    reasons = dict(zip(res.summary.cluster, res.summary.reason))
+    assert PARQUET_ROWS[cluster] in reasons[cluster], reasons[cluster]
 
 
 # ---- dump folders with bad names, and an output folder linked elsewhere (Spark) -----------------------------------
@@ -287,6 +352,19 @@ def test_dump_folders_with_bad_names_fleet_json_keys_and_a_linked_output(spark, 
 
 # ---- unusable snapshots: one line, exit 2 -----------------------------------------------------------------------
 
+@pytest.fixture
+def fleet_cli(spark, run_cli):
+    """``run_cli`` for ``flowbalance fleet`` in-process on the shared session, whose test settings are put back
+    after each command (its ``session.start`` sets the command's own shuffle partitions)."""
+    def run(*args):
+        try:
+            return run_cli(*args)
+        finally:
+            restore_spark_conf(spark)
+
+    return run
+
+
 def _csv_snapshot(tmp: Path, replicas: str, brokers: str = "cluster,broker\nc,1\nc,2\n") -> Path:
     snap = tmp / "snap"
     snap.mkdir()
@@ -297,7 +375,7 @@ def _csv_snapshot(tmp: Path, replicas: str, brokers: str = "cluster,broker\nc,1\
 
 @pytest.mark.parametrize("case", ["missing_column", "header_only", "corrupt_parquet", "bad_fleet_json",
                                   "empty_folder", "bad_conf"])
-def test_an_unusable_snapshot_is_one_line_and_exit_2(spark, run_cli, tmp_path, case):
+def test_an_unusable_snapshot_is_one_line_and_exit_2(fleet_cli, tmp_path, case):
     args: list = []
     if case == "missing_column":
         snap = _csv_snapshot(tmp_path, "cluster,topic,partition,broker\nc,t,0,1\n")
@@ -322,7 +400,7 @@ def test_an_unusable_snapshot_is_one_line_and_exit_2(spark, run_cli, tmp_path, c
         needles = ["no clusters found"]
     else:
         snap, args, needles = FLEET, ["--conf", "novalue"], ["--conf", "KEY=VALUE", "'novalue'"]
-    code, out, err = run_cli("fleet", snap, "-o", tmp_path / "out", *args)
+    code, out, err = fleet_cli("fleet", snap, "-o", tmp_path / "out", *args)
     line = assert_one_line(code, out, err, *needles)
     assert line.startswith("flowbalance: error: ")
     assert not (tmp_path / "out" / "summary.csv").exists()
@@ -330,7 +408,7 @@ def test_an_unusable_snapshot_is_one_line_and_exit_2(spark, run_cli, tmp_path, c
 
 # ---- exit 0, and progress only on a terminal --------------------------------------------------------------------
 
-def test_a_fleet_without_failures_exits_0_and_shows_progress_on_a_terminal(spark, run_cli, tmp_path, monkeypatch):
+def test_a_fleet_without_failures_exits_0_and_shows_progress_on_a_terminal(fleet_cli, tmp_path, monkeypatch):
     import flowbalance_cli.fleet as cli_fleet
     from rich.console import Console
 
@@ -341,7 +419,7 @@ def test_a_fleet_without_failures_exits_0_and_shows_progress_on_a_terminal(spark
     term = io.StringIO()
     monkeypatch.setattr(cli_fleet, "_progress_enabled", lambda json_out, quiet: not json_out and not quiet)
     monkeypatch.setattr(cli_fleet, "_progress_console", lambda: Console(file=term, force_terminal=True, width=100))
-    code, out, err = run_cli("fleet", snap, "-o", tmp_path / "out")
+    code, out, err = fleet_cli("fleet", snap, "-o", tmp_path / "out")
     assert code == 0 and err == "", err
     assert "alpha" in out and "planned" in out and "balanced" in out
     shown = term.getvalue()
@@ -359,21 +437,6 @@ def test_progress_is_off_when_piped_or_asked_for_json_or_quiet(monkeypatch):
     assert not cli_fleet._progress_enabled(True, False) and not cli_fleet._progress_enabled(False, True)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
     assert not cli_fleet._progress_enabled(False, False)
-
-
-# ---- what the terminal sees: no Java, no Spark, no progress when piped (a real process) --------------------------
-
-def test_the_command_prints_nothing_from_java_or_spark(tmp_path):
-    out = tmp_path / "out"
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    run = subprocess.run([sys.executable, "-m", "flowbalance_cli", "fleet", str(FLEET), "-o", str(out),
-                          "--master", "local[2]", "--conf", "spark.ui.enabled=false"],
-                         env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
-    assert run.returncode == 1, run.stderr[-3000:]
-    assert run.stderr.splitlines() == [FAILED_LINE]  # no log4j, JVM or progress line
-    assert "\x1b" not in run.stdout  # piped: no progress display, no colours
-    assert run.stdout.startswith("Fleet: 6 clusters on local[2]")
-    assert (out / "spark.log").is_file()  # where Java's and Spark's own output went
 
 
 # ---- the command's output for a given result (no Spark: run_fleet replaced by one returning that result) ----------

@@ -1,7 +1,12 @@
 """The fleet pipeline on real Spark: local mode in-process, and a standalone master + worker started from the
-pyspark installation. Every cluster's plan files must equal the single-cluster CLI's, byte for byte."""
+pyspark installation. Every cluster's plan files must equal the single-cluster CLI's, byte for byte.
+
+In-process runs share conftest's session (one per pytest-xdist worker); ``flowbalance fleet`` on testdata/fleet runs
+once in-process, for both the library's result and the command's output. Subprocesses only where the process itself
+is tested (a standalone master and worker, spark-submit)."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -16,7 +21,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from .conftest import ROOT, TESTDATA
+from .conftest import ROOT, TESTDATA, fast_jvm_env, restore_spark_conf
+from .once import once_per_run
 
 FLEET = TESTDATA / "fleet"
 FAILED_LINE = "flowbalance: 2 of 6 clusters failed: broken, ghost"  # testdata/fleet's two bad clusters
@@ -40,11 +46,47 @@ def _cli_files(run_cli, tmp: Path, cluster: str) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def local_run(spark, tmp_path_factory):
-    from flowbalance.pipeline.run import run_fleet
+def fleet_command_run(request, tmp_path_factory):
+    """``flowbalance fleet testdata/fleet -o OUT --json`` in-process on the shared session: (exit code, stdout,
+    stderr, the FleetResult its ``run_fleet`` returned, OUT). One Spark run serves the library's tests and the
+    command's, once per test run (also under xdist: the standalone and spark-submit tests compare with it)."""
+    return once_per_run(tmp_path_factory, "fleet-local", lambda out: _fleet_command(request.getfixturevalue("spark"),
+                                                                                    out))
 
-    out = tmp_path_factory.mktemp("fleet-local")
-    res = run_fleet(str(FLEET), str(out), spark=spark)
+
+def _fleet_command(spark, out: Path):
+    """Run the command in-process, recording what its ``run_fleet`` returned."""
+    import flowbalance.pipeline.run as run
+    from flowbalance_cli.app import main
+
+    results = []
+    real = run.run_fleet
+
+    def recording(*args, **kwargs):
+        results.append(real(*args, **kwargs))
+        return results[-1]
+
+    mp = pytest.MonkeyPatch()
+    stdout, stderr = io.StringIO(), io.StringIO()
+    mp.setattr(run, "run_fleet", recording)
+    mp.setattr(sys, "stdout", stdout)
+    mp.setattr(sys, "stderr", stderr)
+    try:
+        main(["fleet", str(FLEET), "-o", str(out), "--json"])
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    finally:
+        mp.undo()
+        restore_spark_conf(spark)
+    assert len(results) == 1, stderr.getvalue()
+    return code, stdout.getvalue(), stderr.getvalue(), results[0], out
+
+
+@pytest.fixture(scope="module")
+def local_run(fleet_command_run):
+    """The fleet job on testdata/fleet in local mode: (FleetResult, its output folder)."""
+    _, _, _, res, out = fleet_command_run
     return res, out
 
 
@@ -61,6 +103,74 @@ def test_local_run_plans_what_needs_it_and_reports_bad_clusters(local_run):
     assert not (out / "gamma").exists() and not (out / "broken").exists()
     csv = pd.read_csv(out / "summary.csv")
     assert list(csv.cluster) == sorted(status) and (csv.moves.dropna() >= csv.lower_bound.dropna()).all()
+
+
+# ---- a real standalone Spark cluster -------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(pred, timeout: float, what: str) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_standalone_master_and_worker_give_the_same_outputs(local_run, tmp_path):
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    spark_class = home / "bin" / "spark-class"
+    env = fast_jvm_env(dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable,
+                            SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=str(tmp_path / "work"),
+                            SPARK_LOG_DIR=str(tmp_path / "logs")))
+    port, ui, wui = _free_port(), _free_port(), _free_port()
+    logs = [open(tmp_path / "master.log", "w"), open(tmp_path / "worker.log", "w")]
+    master = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                               "--port", str(port), "--webui-port", str(ui)], env=env, stdout=logs[0],
+                              stderr=subprocess.STDOUT)
+    worker = None
+    try:
+        url = f"spark://127.0.0.1:{port}"
+        _wait_for(lambda: "I have been elected leader" in (tmp_path / "master.log").read_text(), 90, "the master")
+        worker = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host",
+                                   "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", str(wui)],
+                                  env=env, stdout=logs[1], stderr=subprocess.STDOUT)
+        _wait_for(lambda: "Successfully registered with master" in (tmp_path / "worker.log").read_text(), 90,
+                  "the worker")
+        out = tmp_path / "o"
+        run = subprocess.run([sys.executable, "-m", "flowbalance_cli", "fleet", str(FLEET), "-o", str(out),
+                              "--master", url, "--json"], env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 1, run.stderr[-3000:]
+        assert run.stderr.splitlines() == [FAILED_LINE]  # nothing from Java or Spark with --master either
+        d = json.loads(run.stdout)
+        assert d["master"] == url
+        assert "app-" in (tmp_path / "master.log").read_text()  # the job ran as an application of this master
+        _, local_out = local_run
+        for cluster in ("alpha", "beta", "delta"):
+            for name in ("plan.json", "rollback.json", "election.json"):
+                assert (out / cluster / name).read_bytes() == (local_out / cluster / name).read_bytes()
+        for table in ("summary", "health_clusters", "health_brokers", "errors"):
+            a = pd.read_parquet(out / f"{table}.parquet").drop(columns=["seconds"], errors="ignore")
+            b = pd.read_parquet(local_out / f"{table}.parquet").drop(columns=["seconds"], errors="ignore")
+            pd.testing.assert_frame_equal(a, b)
+    finally:
+        for proc in (worker, master):
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        for f in logs:
+            f.close()
+    assert master.poll() is not None and (worker is None or worker.poll() is not None)
 
 
 def test_every_plan_is_byte_identical_to_the_single_cluster_cli(local_run, run_cli, tmp_path):
@@ -140,8 +250,8 @@ def test_tables_input_gives_the_same_plans_and_weights(spark, local_run, tmp_pat
             assert len(got) == 1 and got.weight.iloc[0] == want and got.samples.iloc[0] == len(vals)
 
 
-def test_fleet_command_prints_the_summary_and_refuses_bad_options(run_cli, tmp_path):
-    code, out, err = run_cli("fleet", FLEET, "-o", tmp_path / "o", "--json")
+def test_fleet_command_prints_the_summary_and_refuses_bad_options(fleet_command_run, run_cli, tmp_path):
+    code, out, err, _, _ = fleet_command_run
     assert code == 1, err  # broken and ghost failed
     assert err.splitlines() == [FAILED_LINE]
     d = json.loads(out)
@@ -156,72 +266,7 @@ def test_fleet_command_prints_the_summary_and_refuses_bad_options(run_cli, tmp_p
     assert_one_line(code, out, err, "nowhere", "does not exist")
 
 
-# ---- a real standalone Spark cluster -------------------------------------------------------------------
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for(pred, timeout: float, what: str) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def test_standalone_master_and_worker_give_the_same_outputs(local_run, tmp_path):
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    spark_class = home / "bin" / "spark-class"
-    env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
-               SPARK_WORKER_DIR=str(tmp_path / "work"), SPARK_LOG_DIR=str(tmp_path / "logs"))
-    port, ui, wui = _free_port(), _free_port(), _free_port()
-    logs = [open(tmp_path / "master.log", "w"), open(tmp_path / "worker.log", "w")]
-    master = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(port), "--webui-port", str(ui)], env=env, stdout=logs[0],
-                              stderr=subprocess.STDOUT)
-    worker = None
-    try:
-        url = f"spark://127.0.0.1:{port}"
-        _wait_for(lambda: "I have been elected leader" in (tmp_path / "master.log").read_text(), 90, "the master")
-        worker = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host",
-                                   "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", str(wui)],
-                                  env=env, stdout=logs[1], stderr=subprocess.STDOUT)
-        _wait_for(lambda: "Successfully registered with master" in (tmp_path / "worker.log").read_text(), 90,
-                  "the worker")
-        out = tmp_path / "o"
-        run = subprocess.run([sys.executable, "-m", "flowbalance_cli", "fleet", str(FLEET), "-o", str(out),
-                              "--master", url, "--json"], env=env, capture_output=True, text=True, timeout=600)
-        assert run.returncode == 1, run.stderr[-3000:]
-        assert run.stderr.splitlines() == [FAILED_LINE]  # nothing from Java or Spark with --master either
-        d = json.loads(run.stdout)
-        assert d["master"] == url
-        assert "app-" in (tmp_path / "master.log").read_text()  # the job ran as an application of this master
-        _, local_out = local_run
-        for cluster in ("alpha", "beta", "delta"):
-            for name in ("plan.json", "rollback.json", "election.json"):
-                assert (out / cluster / name).read_bytes() == (local_out / cluster / name).read_bytes()
-        for table in ("summary", "health_clusters", "health_brokers", "errors"):
-            a = pd.read_parquet(out / f"{table}.parquet").drop(columns=["seconds"], errors="ignore")
-            b = pd.read_parquet(local_out / f"{table}.parquet").drop(columns=["seconds"], errors="ignore")
-            pd.testing.assert_frame_equal(a, b)
-    finally:
-        for proc in (worker, master):
-            if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-        for f in logs:
-            f.close()
-    assert master.poll() is not None and (worker is None or worker.poll() is not None)
-
+# ---- spark-submit --------------------------------------------------------------------------------------------
 
 def test_spark_submit_runs_the_same_entry_point(local_run, tmp_path):
     import pyspark
@@ -230,12 +275,12 @@ def test_spark_submit_runs_the_same_entry_point(local_run, tmp_path):
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     out = tmp_path / "o"
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    env = fast_jvm_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"))
     run = subprocess.run([str(submit), "--master", "local[1]", entry.__file__, str(FLEET), "-o", str(out), "--json"],
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stderr[-3000:]  # broken and ghost failed; spark-submit passes the code on
     d = json.loads(run.stdout)  # spark-submit merges the script's stderr into stdout: no failure line there
-    assert d["master"] == "local[1]" and d["failed"] == ["broken", "ghost"]  # spark-submit's --master  # spark-submit's --master, not the default local[*]
+    assert d["master"] == "local[1]" and d["failed"] == ["broken", "ghost"]  # spark-submit's --master, not local[*]
     _, local_out = local_run
     for cluster in ("alpha", "beta", "delta"):
         assert (out / cluster / "plan.json").read_bytes() == (local_out / cluster / "plan.json").read_bytes()
