@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from .conftest import ROOT, TESTDATA, fast_jvm_env, restore_spark_conf
+from .conftest import FAST_JVM, ROOT, TESTDATA, fast_jvm_env, restore_spark_conf
 from .once import once_per_run
 
 FLEET = TESTDATA / "fleet"
@@ -139,9 +139,10 @@ def test_standalone_master_and_worker_give_the_same_outputs(local_run, tmp_path)
     try:
         url = f"spark://127.0.0.1:{port}"
         _wait_for(lambda: "I have been elected leader" in (tmp_path / "master.log").read_text(), 90, "the master")
+        # the executors it starts inherit its environment: JAVA_TOOL_OPTIONS gives them FAST_JVM too
         worker = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host",
                                    "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", str(wui)],
-                                  env=env, stdout=logs[1], stderr=subprocess.STDOUT)
+                                  env=dict(env, JAVA_TOOL_OPTIONS=FAST_JVM), stdout=logs[1], stderr=subprocess.STDOUT)
         _wait_for(lambda: "Successfully registered with master" in (tmp_path / "worker.log").read_text(), 90,
                   "the worker")
         out = tmp_path / "o"
