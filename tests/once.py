@@ -4,7 +4,6 @@ the others wait for it and load it, so a Spark run is neither repeated nor a rea
 worker. This is pytest-xdist's documented recipe ("making session-scoped fixtures execute only once")."""
 from __future__ import annotations
 
-import fcntl
 import os
 import pickle
 import shutil
@@ -19,6 +18,8 @@ def once_per_run(tmp_path_factory, name: str, compute: Callable[[Path], T]) -> T
     Without xdist it simply runs in a fresh temporary folder."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         return compute(tmp_path_factory.mktemp(name))
+    import fcntl  # POSIX only (the xdist docs use the filelock package, not a dependency here)
+
     root = tmp_path_factory.getbasetemp().parent / f"once-{name}"  # the run's folder, shared by its workers
     root.mkdir(exist_ok=True)
     value_file, folder = root / "value.pickle", root / "files"
