@@ -102,7 +102,7 @@ def scenarios():
 
 
 def bench_scenarios() -> None:
-    from flowbalance.plan import plan
+    from flowbalance.planner import plan
 
     rows = []
     for name, state, kw in scenarios():

@@ -116,7 +116,7 @@ def _rack_floor(state) -> str:
 def _disk(p) -> tuple[float, float, bool, int]:
     """Max/mean before and after, within tolerance, brokers above it: from the certificate when there is one,
     otherwise with the planner's own helpers (the same definitions)."""
-    from flowbalance.plan import _disk_use, _max_over_mean
+    from flowbalance.metrics import disk_max_over_mean_of as _max_over_mean, disk_use as _disk_use
 
     after = p.after
     b = after.brokers
@@ -170,7 +170,7 @@ def _table(head, rows) -> None:
 
 
 def run_scenarios(quick: bool = False) -> None:
-    from flowbalance.plan import plan
+    from flowbalance.planner import plan
 
     head = ("mode", "moves", "M* (LB)", "GiB moved", "bytes LB (GiB)", "gap", "disk max/mean", "within 1.05",
             "raised", "replica spread", "seconds", "slowest step")
@@ -191,7 +191,7 @@ STEPS = ("replicas", "bytes", "disk", "leaders", "followers", "verify")
 
 
 def run_scale() -> None:
-    from flowbalance.plan import plan
+    from flowbalance.planner import plan
 
     print("\n### scale: skew 0.5, alpha 2.0, partitions per topic brokers/2 .. 2 x brokers")
     head = ("cluster", "replicas", "mode", "moves", "M*", "GiB moved", "bytes LB (GiB)", "gap", "disk max/mean",

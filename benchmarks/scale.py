@@ -62,7 +62,7 @@ def _reset_peak() -> bool:
 
 def _watch_stages(peaks: dict) -> None:
     """Wrap the planner's stage functions so that each records its own peak RSS."""
-    import flowbalance.plan as planmod
+    import flowbalance.chain.steps as planmod  # the stage objects call these by module-level name
 
     for stage, name in (("replicas", "balance_replicas"), ("replicas", "balance_direct"),
                         ("leaders", "balance_leaders"), ("followers", "balance_followers")):
@@ -93,7 +93,7 @@ def worker(name: str, d: Path) -> dict:
     from flowbalance.formats.reassignment import read_reassignment_json
     from flowbalance.formats.writers import reassignment_json, write_atomic
     from flowbalance.load import load_cluster, read_text
-    from flowbalance.plan import plan
+    from flowbalance.planner import plan
 
     out: dict = {"case": name}
     t = time.perf_counter()

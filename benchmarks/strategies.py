@@ -34,7 +34,7 @@ def _row(p) -> dict:
 
 
 def rebalance_and_grow() -> list[tuple]:
-    from flowbalance.plan import plan
+    from flowbalance.planner import plan
 
     rows = []
     for n in SIZES:
@@ -54,7 +54,7 @@ def rebalance_and_grow() -> list[tuple]:
 
 def template_scale() -> list[tuple]:
     from flowbalance.generate import generate_cluster
-    from flowbalance.plan import plan
+    from flowbalance.planner import plan
 
     cases = [
         ("100 brokers, 1,000 topics x 100 partitions (300k replicas)",

@@ -17,7 +17,8 @@ try:  # Ctrl-C while the command line loads (numpy, typer, ...): one line, not a
         from click import exceptions as cx
 
     from flowbalance import __version__
-    from flowbalance.errors import InputError, PlanningError
+    from flowbalance.errors import InputError, PlanningError, RequestError
+    from flowbalance.request import FLAGS
     from flowbalance.verify import PlanVerificationError
     from flowbalance.formats.writers import remove_pending
 
@@ -126,6 +127,8 @@ def _run(argv: list[str] | None) -> int:
         return _exit(_interrupted("interrupted", 130))
     except Terminated:
         return _exit(_interrupted("terminated", 143))
+    except RequestError as err:
+        return _exit(_fail(err.as_flags(FLAGS).line()))  # the library names fields; the user typed flags
     except InputError as err:
         return _exit(_fail(err.line()))
     except PlanningError as err:

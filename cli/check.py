@@ -34,7 +34,7 @@ def check(
     loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
     state = loaded.state
     if remove:
-        state = mark_removed(state, parse_broker_ids(remove, "--remove"))
+        state = mark_removed(state, parse_broker_ids(remove, "--remove"), "--remove")
     m = measure(state)
     th = Thresholds(
         replica_spread=max_replica_spread,

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from flowbalance.load import load_cluster
-from flowbalance.plan import STRATEGIES, plan
+from flowbalance.planner import plan
+from flowbalance.request import STRATEGIES
 from flowbalance.status import plan_input
 from flowbalance.summary import compare_summary
 
@@ -36,13 +37,13 @@ def compare(
 ) -> None:
     """Plan CURRENT with the flow and the template strategy and compare moves, bytes and spreads (writes nothing)."""
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
-    with Steps(total=1 + 6 * len(STRATEGIES)) as steps:
+    with Steps(total=1 + 7 * len(STRATEGIES)) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
         given = plan_input(loaded.state, loaded.status, str(current), from_target=from_target,
-                           move_unhealthy=move_unhealthy)
-        plans = {s: plan(given.state, strategy=s, progress=lambda name, s=s: steps.step(f"{s}: {name}"),
-                         pinned=given.pinned, notes=given.notes, **req)
+                           move_unhealthy=move_unhealthy, names=o.STATUS_FLAGS)
+        plans = {s: plan(given.state, req.with_changes(strategy=s), pinned=given.pinned, notes=given.notes,
+                         progress=lambda step, of, name, s=s: steps.step(f"{s}: {name}"))
                  for s in STRATEGIES}
     for w in loaded.warnings:
         warn(w)

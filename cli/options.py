@@ -45,3 +45,4 @@ DiskToleranceOpt = typer.Option(1.05, "--disk-tolerance",
 
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (files are still written).")
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the time of each step and the solver notes.")
+STATUS_FLAGS = {"from_target": "--from-target", "move_unhealthy": "--move-unhealthy"}  # plan_input names them in messages

@@ -7,12 +7,11 @@ from typing import List, Optional
 
 import typer
 
-from flowbalance.errors import InputError
-from flowbalance.formats.writers import check_outputs, election_json, reassignment_json, write_atomic
+from flowbalance.formats.writers import check_outputs, write_atomic
 from flowbalance.load import load_cluster
-from flowbalance.plan import STAGES, plan
+from flowbalance.planner import plan, plan_files
 from flowbalance.report import build_report
-from flowbalance.request import plan_request
+from flowbalance.request import STAGES, PlanRequest, parse_broker_ids, parse_replace, parse_topic_rf
 from flowbalance.status import plan_input
 from flowbalance.summary import plan_summary
 
@@ -22,9 +21,20 @@ from .render import console, json_text, render_plan, warn
 from .report_view import render_report
 
 
-def request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic) -> dict:
-    """The keyword arguments of ``flowbalance.plan.plan`` from the command-line request options."""
-    return plan_request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
+def request(remove=None, add=None, replace=None, replication_factor=None, topic_rf=None, topics=None,
+            exclude_topics=None, no_per_topic=False, **choices) -> PlanRequest:
+    """The ``PlanRequest`` of the command-line request options (texts as typed; ``choices``: strategy, objective,
+    balance, disk_tolerance, stages). Validated: a bad value is a ``RequestError`` shown under its flag."""
+    if "stages" in choices:
+        choices["stages"] = tuple(s.strip() for s in choices["stages"].split(",") if s.strip())
+    return PlanRequest(
+        remove=tuple(parse_broker_ids(remove, "remove")) if remove else (),
+        add=tuple(parse_broker_ids(add, "add")) if add else (),
+        replace=parse_replace(replace),
+        replication_factor=replication_factor,
+        topic_rf=parse_topic_rf(topic_rf) if topic_rf else (),
+        topics=topics, exclude_topics=exclude_topics, per_topic=not no_per_topic, **choices,
+    ).validate()
 
 
 def plan_command(
@@ -57,27 +67,25 @@ def plan_command(
     verbose: bool = o.VerboseOpt,
 ) -> None:
     """Plan a reassignment of CURRENT with the fewest replica moves, and write it for kafka-reassign-partitions."""
-    req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
+    req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic,
+                  strategy=strategy, objective=objective, balance=balance, disk_tolerance=disk_tolerance, stages=stages)
     outputs = [str(p) for p in (out, rollback, election) if p is not None]
     inputs = [str(p) for p in (current, brokers, sizes) if p is not None]
     check_outputs(outputs, inputs)
-    stage_list = [s.strip() for s in stages.split(",") if s.strip()]
-    if not stage_list:
-        raise InputError("--stages", "", "no stage given", stages)
-    with Steps(total=7, enabled=not quiet) as steps:
+    with Steps(total=9, enabled=not quiet) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
         given = plan_input(loaded.state, loaded.status, str(current), from_target=from_target,
-                           move_unhealthy=move_unhealthy)
-        p = plan(given.state, stages=stage_list, strategy=strategy, progress=steps.step, objective=objective,
-                 balance=balance, disk_tolerance=disk_tolerance, pinned=given.pinned, notes=given.notes, **req)
+                           move_unhealthy=move_unhealthy, names=o.STATUS_FLAGS)
+        p = plan(given.state, req, pinned=given.pinned, notes=given.notes,
+                 progress=lambda step, of, name: steps.step(name))
         steps.step("writing files")
-        rows = None if all_partitions else p.changes.changed_rows
-        files = {str(out): reassignment_json(p.after, rows)}
+        texts = plan_files(p, all_partitions=all_partitions)
+        files = {str(out): texts.plan}
         if rollback is not None:
-            files[str(rollback)] = reassignment_json(p.before, p.changes.changed_rows)
+            files[str(rollback)] = texts.rollback
         if election is not None:
-            files[str(election)] = election_json(p.after, p.changes.leader_changed_rows)
+            files[str(election)] = texts.election
         write_atomic(files, inputs)
     for w in loaded.warnings:
         warn(w)
@@ -89,7 +97,5 @@ def plan_command(
         sys.stdout.write(json_text(data))
         return
     con = console()
-    render_report(build_report(p.before, p.after, proven_optimal=p.certificate.proven_optimal,
-                               lower_bound=p.certificate.lower_bound, metrics=(p.metrics_before, p.metrics_after),
-                               changes=p.changes), con, summary=False)
+    render_report(build_report(p), con, summary=False)
     render_plan(data, con, verbose=verbose)

@@ -12,7 +12,6 @@ import unicodedata
 
 import orjson
 from rich.console import Console
-from rich.markup import escape as _markup_escape
 from rich.table import Table
 
 from flowbalance.summary import format_bytes as _bytes
@@ -48,6 +47,25 @@ def escape_controls(value: object) -> str:
     if text.isprintable():
         return text
     return "".join(_escaped(ch) if _hidden(ch) else ch for ch in text)
+
+
+_BRACKET = re.compile(r"(\\*)(\[(?:[a-z#/@][^[]*?\])?)")
+
+
+def _bracket_escape(m: re.Match) -> str:
+    backslashes, bracket = m.group(1), m.group(2)
+    if len(bracket) > 1:  # a tag: rich reads an odd run of backslashes as "escaped", halving the run
+        return backslashes * 2 + "\\" + bracket
+    return backslashes + "\\["  # plain text: rich turns each "\\[" into "[" and leaves other backslashes
+
+
+def _markup_escape(text: str) -> str:
+    """Every ``[`` escaped so rich shows it (rich's own ``escape`` skips brackets that are not tag-like, and
+    ``\\[`` then loses its backslash); a trailing single backslash doubled as rich's ``escape`` does."""
+    text = _BRACKET.sub(_bracket_escape, text)
+    if text.endswith("\\") and not text.endswith("\\\\"):
+        text += "\\"
+    return text
 
 
 def safe_text(value: object) -> str:
@@ -172,13 +190,20 @@ def _arrow(pair) -> str:
     return f"{a} → {b}"
 
 
+def moves_line(d: dict) -> str:
+    """The certificate's moves verdict in one line (plan and report print the same), with M* as context."""
+    proof = "[green]proven optimal[/green]" if d["proven_optimal"] else "[yellow]not proven optimal[/yellow]"
+    context = f"closed-form bound {d['closed_form_bound']}, " if d["bound_by_flow"] else ""
+    return (f"[bold]Replica moves[/bold]: {safe_text(d['verdict'])} — {proof} "
+            f"[dim]({context}M* {d['min_moves']} for cluster-wide count balance: context, not the bound)[/dim]")
+
+
 def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
     """The short plan summary: moves vs M*, bytes, spreads before → after, failover, time."""
     if d["empty"]:
         why = "already meets every target (pre-check)" if d["skipped_by_precheck"] else "no change improves it"
         con.print(f"[bold green]Nothing to do[/bold green]: the cluster {why}.")
-    proof = "[green]proven optimal[/green]" if d["proven_optimal"] else "[yellow]not proven optimal[/yellow]"
-    con.print(f"[bold]Replica moves[/bold]: {d['moves']}  (lower bound {d['lower_bound']}, M* {d['min_moves']}) — {proof}: {safe_text(d['optimality'])}")
+    con.print(moves_line(d))
     if d["bytes_to_move"] is not None:
         con.print(f"Bytes to move: {_bytes(d['bytes_to_move'])}")
     bo = d.get("bytes_objective")
@@ -227,7 +252,9 @@ def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
 def render_compare(d: dict, con: Console) -> None:
     """One column per strategy (and the current state): moves and bytes, then every spread after the plan."""
     names = list(d["strategies"])
-    t = Table(title=f"Strategies compared (fewest moves possible for balance: {d['lower_bound']})", title_justify="left")
+    S = d["strategies"]
+    bounds = sorted({f"{S[n]['lower_bound']} ({safe_text(S[n]['bound_for'])})" for n in names})
+    t = Table(title=f"Strategies compared (bound: {', '.join(bounds)})", title_justify="left")
     t.add_column("")
     t.add_column("current", justify="right")
     for n in names:
@@ -242,6 +269,7 @@ def render_compare(d: dict, con: Console) -> None:
                 for v in vals]
 
     t.add_row("replica moves", "", *best("moves"))
+    t.add_row("lower bound", "", *[str(S[n]["lower_bound"]) for n in names])
     t.add_row("proven optimal", "", *["yes" if S[n]["proven_optimal"] else "no" for n in names])
     if any(S[n]["bytes_to_move"] is not None for n in names):
         t.add_row("bytes to move", "", *[_bytes(S[n]["bytes_to_move"]) for n in names])

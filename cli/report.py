@@ -11,10 +11,13 @@ from flowbalance.formats.writers import check_outputs, write_atomic
 from flowbalance.errors import InputError
 from flowbalance.load import load_cluster, mark_removed, parse_broker_ids
 from flowbalance.planfile import read_plan
+from flowbalance.planner import certify_plan
+from flowbalance.status import held_rows
 from flowbalance.report import build_report
 from flowbalance.report_html import render_html
 
 from . import options as o
+from .plan import request
 from .render import console, json_text, safe_text, warn
 from .report_view import render_report
 
@@ -25,12 +28,19 @@ def report(
     brokers: o.PathOpt = o.BrokersOpt,
     sizes: o.PathOpt = o.SizesOpt,
     remove: Optional[str] = o.RemoveOpt,
+    topics: Optional[str] = o.TopicsOpt,
+    exclude_topics: Optional[str] = o.ExcludeOpt,
+    no_per_topic: bool = o.NoPerTopicOpt,
+    move_unhealthy: bool = o.MoveUnhealthyOpt,
     format: Optional[str] = o.FormatOpt,
     json_out: bool = o.JsonOpt,
     html: o.PathOpt = typer.Option(None, "--html", help="Also write one self-contained HTML page here."),
     disable_rack_aware: bool = o.NoRackOpt,
 ) -> None:
-    """Per broker load, leaders when any one broker or rack fails, the moves, and warnings; before → after with --plan."""
+    """Per broker load, leaders when any one broker or rack fails, the moves, and warnings; before → after with --plan.
+
+    With --plan, give the --remove, --topics, --exclude-topics, --no-per-topic and --move-unhealthy the plan was made with: the
+    moves are certified against the same targets, so the bound and verdict are the ones `plan` printed."""
     inputs = [str(p) for p in (current, plan_file, brokers, sizes) if p is not None]
     if html is not None:
         check_outputs([str(html)], inputs)
@@ -46,9 +56,13 @@ def report(
         state = state.with_brokers(after.brokers)
     if remove:
         ids = parse_broker_ids(remove, "--remove")
-        state = mark_removed(state, ids)
+        state = mark_removed(state, ids, "--remove")
         after = after.with_brokers(state.brokers) if after is not None else None
-    rep = build_report(state, after, status=loaded.status)
+    cert = None
+    if after is not None:
+        req = request(topics=topics, exclude_topics=exclude_topics, no_per_topic=no_per_topic)
+        cert = certify_plan(state, after, req, pinned=held_rows(loaded.status, move_unhealthy=move_unhealthy))
+    rep = build_report(state, after, certificate=cert, status=loaded.status)
     for w in loaded.warnings:
         warn(w)
     if html is not None:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from flowbalance.summary import format_bytes as _bytes
 
-from .render import safe_text
+from .render import moves_line, safe_text
 
 MAX_ROWS = 40
 BAR = 16
@@ -136,10 +136,7 @@ def render_report(rep: dict, con: Console, *, summary: bool = True) -> None:
     con.print(f"[bold]Spreads[/bold] (max − min per broker): {line}")
     m = rep["moves"]
     if m is not None:
-        proof = {True: "[green]proven optimal[/green]", False: "[yellow]not proven optimal[/yellow]",
-                 None: "optimality unknown (above the lower bound)"}[m["proven_optimal"]]
-        con.print(f"[bold]Moves[/bold]: {m['replica_moves']} replica moves (lower bound {m['lower_bound']}, "
-                  f"M* {m['min_moves']}) — {proof}")
+        con.print(moves_line(m))
         if m["bytes_to_move"] is not None:
             con.print(f"  bytes to move: {_bytes(m['bytes_to_move'])}")
         con.print(f"  {m['changed_partitions']} partitions change ({m['reorder_only_partitions']} reorder only, "

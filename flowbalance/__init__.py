@@ -1,15 +1,31 @@
 """flowbalance: plans Apache Kafka partition reassignments with the fewest replica moves, by flow networks.
 
-Library entry points: ``load_cluster`` (read Kafka dumps into a ``ClusterState``) and ``measure`` (metrics).
+The library API (docs/library.md)::
+
+    import flowbalance as fb
+    loaded = fb.load_cluster("describe.txt", brokers="brokers.csv")
+    p = fb.plan(loaded.state, fb.PlanRequest(remove=(19,)))
+    files = fb.plan_files(p)          # the plan, rollback and election texts
+    report = fb.build_report(p)       # the same dict as ``report --json``
+
+``p.certificate`` says what the plan proves: its moves against the bound they are proven against.
 """
-from .errors import InputError, PlanningError
-from .load import load_cluster, mark_removed
+from .certificate import Certificate, MovesVerdict, certificate_fields
+from .errors import InputError, PlanningError, RequestError
+from .load import load_cluster, load_texts, mark_removed
 from .metrics import compare, measure
 from .model import Broker, Brokers, ClusterState, Partition
+from .planner import Plan, PlanFiles, certify_plan, plan, plan_files
+from .report import build_report
+from .request import PlanRequest
+from .resolve import Resolved, resolve
+from .status import plan_input
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Broker", "Brokers", "ClusterState", "InputError", "Partition", "PlanningError",
-    "compare", "load_cluster", "mark_removed", "measure", "__version__",
+    "Broker", "Brokers", "Certificate", "ClusterState", "InputError", "MovesVerdict", "Partition", "Plan",
+    "PlanFiles", "PlanRequest", "PlanningError", "RequestError", "Resolved", "build_report", "certificate_fields",
+    "certify_plan", "compare", "load_cluster", "load_texts", "mark_removed", "measure", "plan", "plan_files",
+    "plan_input", "resolve", "__version__",
 ]

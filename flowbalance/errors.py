@@ -26,3 +26,24 @@ class InputError(Exception):
 
 class PlanningError(Exception):
     """A request that cannot be satisfied (for example RF above the number of brokers): exit code 2."""
+
+
+class RequestError(InputError):
+    """Bad value in a plan request (``PlanRequest``): names the request field(s), never a command-line flag.
+
+    The command line shows it under the flag that set the field (``relabel``), the fleet under
+    ``fleet.json: clusters.NAME: field``; the library's own line is ``request: field: message (got value)``."""
+
+    def __init__(self, fields: str | tuple[str, ...], message: str, value: object = None, *,
+                 has_value: bool | None = None):
+        self.fields = (fields,) if isinstance(fields, str) else tuple(fields)
+        super().__init__("request", "/".join(self.fields), message, value, has_value=has_value)
+
+    def under(self, source: str) -> InputError:
+        """The same error under another source, the fields as the place (``fleet.json: clusters.NAME``)."""
+        return InputError(source, self.place, self.message, self.value, has_value=self.has_value)
+
+    def as_flags(self, flags: dict[str, str]) -> InputError:
+        """The same error named by the flags that set its fields (the command line)."""
+        shown = "/".join(flags.get(f, f) for f in self.fields)
+        return InputError(shown, "", self.message, self.value, has_value=self.has_value)

@@ -170,13 +170,14 @@ def parse_broker_ids(text: str, flag: str) -> list[int]:
     return out
 
 
-def mark_removed(state: ClusterState, ids: list[int], flag: str = "--remove") -> ClusterState:
-    """The state with ``ids`` marked as to be removed; unknown ids are an InputError."""
+def mark_removed(state: ClusterState, ids: list[int], name: str = "remove") -> ClusterState:
+    """The state with ``ids`` marked as to be removed; unknown ids are an InputError under ``name`` (the caller's
+    name for the list: a flag, a field)."""
     for b in ids:
         if not state.brokers.contains(b):
-            raise InputError(flag, "", "unknown broker (not in the broker file or the assignment)", b)
+            raise InputError(name, "", "unknown broker (not in the broker file or the assignment)", b)
     brokers = state.brokers.with_removed(ids)
     if not brokers.live.any():
-        raise InputError(flag, "", "this would remove every broker", ",".join(map(str, ids)))
+        raise InputError(name, "", "this would remove every broker", ",".join(map(str, ids)))
     return state.with_brokers(brokers)
 

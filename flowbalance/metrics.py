@@ -11,7 +11,7 @@ import numpy as np
 
 from .model import PAD, ClusterState
 from .racks import distinct_rack_bounds
-from .targets import intervals, min_arrivals, quotas, within
+from .targets import intervals, min_arrivals, quotas, share_intervals, within
 
 
 def spread(counts: np.ndarray, weight: np.ndarray, mask: np.ndarray) -> float:
@@ -345,3 +345,54 @@ def compare(before: ClusterState, after: ClusterState) -> Changes:
         leader_changed_rows=leader_changed,
         rf_changed=int((before.rf != after.rf).sum()),
     )
+
+
+def topic_lower_bound(state: ClusterState, target_rf: np.ndarray, movable: np.ndarray) -> int:
+    """Σ over movable topics of that topic's M*: arrivals per topic are disjoint, so this bounds the moves too.
+    Vectorized over a (topic, live broker) count matrix; the same rule as ``targets.min_arrivals`` per topic."""
+    b = state.brokers
+    live_idx = np.flatnonzero(b.live)
+    NL = len(live_idx)
+    topics, tpos = np.unique(state.topic[movable], return_inverse=True)
+    T = len(topics)
+    if T == 0 or NL == 0:
+        return 0
+    lpos = np.full(len(b), -1, dtype=np.int64)
+    lpos[live_idx] = np.arange(NL)
+    sub = state.replica_index[movable]
+    r, col = np.nonzero(sub >= 0)
+    lp = lpos[sub[r, col]]
+    ok = lp >= 0
+    c = np.bincount(tpos[r[ok]] * NL + lp[ok], minlength=T * NL).reshape(T, NL)
+    rt = np.bincount(tpos, weights=target_rf[movable], minlength=T)
+    lo, hi = share_intervals(rt, b.weight[live_idx])
+    t = np.clip(c, lo.reshape(T, NL), hi.reshape(T, NL))
+    short = rt.astype(np.int64) - t.sum(axis=1)
+    return int(np.maximum(t - c, 0).sum() + np.maximum(short, 0).sum())
+
+
+def disk_use(state: ClusterState) -> np.ndarray:
+    """Bytes per broker (zeros when sizes are unknown)."""
+    d = byte_counts(state)
+    return np.zeros(len(state.brokers), dtype=np.int64) if d is None else d
+
+
+def above_capacity(state: ClusterState) -> bool:
+    """Some live broker holds more bytes than its known disk capacity."""
+    cap = state.brokers.capacity
+    d = disk_use(state)
+    return bool(((cap >= 0) & (d > cap) & state.brokers.live).any())
+
+
+def disk_within(state: ClusterState, tolerance: float) -> bool:
+    """Removed brokers hold nothing and every live broker's disk use is at most ``tolerance`` × its share."""
+    b = state.brokers
+    d = disk_use(state)
+    live = b.live
+    share = d.sum() * b.weight[live] / b.weight[live].sum()
+    return bool(not d[~live].any() and (d[live] <= np.floor(tolerance * share + 1e-6)).all())
+
+
+def disk_max_over_mean_of(state: ClusterState) -> float:
+    """Largest disk use over its weighted share (0 without sizes)."""
+    return disk_max_over_mean(disk_use(state), state.brokers.weight, state.brokers.live) or 0.0

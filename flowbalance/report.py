@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .certificate import Certificate, certificate_fields, certify
 from .metrics import StateMetrics, compare, measure
 from .model import ClusterState
-from .plan import topic_lower_bound
-from .summary import _num, partition_name
+from .summary import num, partition_name
 
 BIG_PARTITION_FACTOR = 10  # a partition above 10x the median size (and above 1 GiB) is "very large"
 BIG_PARTITION_MIN = 1 << 30
@@ -24,16 +24,16 @@ def _failover_rows(mb: StateMetrics, ma: StateMetrics | None, rack: bool) -> dic
     after = {f: (a, b, s) for f, a, b, s in zip(fa.failed, fa.min, fa.max, fa.spread)} if fa is not None else {}
     rows = []
     for f, a, b, s in zip(fb.failed, fb.min, fb.max, fb.spread):
-        row = {"failed": f, "before": {"min": int(a), "max": int(b), "spread": _num(float(s))}, "after": None}
+        row = {"failed": f, "before": {"min": int(a), "max": int(b), "spread": num(float(s))}, "after": None}
         if f in after:
             a2, b2, s2 = after[f]
-            row["after"] = {"min": int(a2), "max": int(b2), "spread": _num(float(s2))}
+            row["after"] = {"min": int(a2), "max": int(b2), "spread": num(float(s2))}
         rows.append(row)
     wb = fb.worst
-    out = {"worst_before": {"failed": wb[0], "spread": _num(wb[1])}, "worst_after": None, "table": rows}
+    out = {"worst_before": {"failed": wb[0], "spread": num(wb[1])}, "worst_after": None, "table": rows}
     if fa is not None:
         wa = fa.worst
-        out["worst_after"] = {"failed": wa[0], "spread": _num(wa[1])}
+        out["worst_after"] = {"failed": wa[0], "spread": num(wa[1])}
     return out
 
 
@@ -136,17 +136,20 @@ def _all_warnings(before, mb, after, ma) -> list[dict]:
     return out
 
 
-def build_report(before: ClusterState, after: ClusterState | None = None, *, proven_optimal: bool | None = None,
-                 lower_bound: int | None = None, metrics: tuple[StateMetrics, StateMetrics] | None = None,
-                 changes=None, status=None) -> dict:
-    """The report of ``before`` alone, or of the plan ``before`` → ``after`` (same partitions, same brokers).
+def build_report(before, after: ClusterState | None = None, *, certificate: Certificate | None = None,
+                 metrics: tuple[StateMetrics, StateMetrics] | None = None, changes=None, status=None) -> dict:
+    """The report of a ``Plan`` (``build_report(p)``), of ``before`` alone, or of ``before`` → ``after`` (same
+    partitions, same brokers): the dict ``report --json`` prints (schema: docs/report.schema.json).
 
-    ``proven_optimal`` comes from the planner's certificate when there is one; for a plan read from a file it is
-    known only when the moves equal the lower bound (otherwise null). ``lower_bound`` too (the planner's may be
-    higher, for example balance within racks); otherwise max(M*, Σ per-topic M*). ``metrics`` (before, after)
-    and ``changes`` are the planner's, when it already measured them (no second pass over a large cluster).
+    ``certificate``: the plan's (``flowbalance.certify_plan`` for a plan read from a file); without one, the
+    plan is certified here as a plan of every partition with per-topic balance. ``metrics`` (before, after) and
+    ``changes`` are the planner's, when it already measured them (no second pass over a large cluster).
     ``status`` (a ``flowbalance.status.ClusterStatus`` from a describe) adds its partitions in flight, unhealthy
     or placed by Confluent to the warnings."""
+    if hasattr(before, "certificate") and hasattr(before, "after"):  # a Plan
+        p = before
+        return build_report(p.before, p.after, certificate=p.certificate, metrics=(p.metrics_before, p.metrics_after),
+                            changes=p.changes, status=status)
     target_rf = after.rf if after is not None else None
     if metrics is not None:
         mb, ma = metrics
@@ -166,7 +169,7 @@ def build_report(before: ClusterState, after: ClusterState | None = None, *, pro
         "has_plan": after is not None,
         "per_broker": _per_broker(before, mb, ma),
         "spreads": {
-            key: [_num(f(mb)), _num(f(ma)) if ma is not None else None]
+            key: [num(f(mb)), num(f(ma)) if ma is not None else None]
             for key, f in (("replicas", lambda m: m.replica_spread), ("topics", lambda m: m.topic.spread),
                            ("leaders", lambda m: m.leader_spread), ("bytes", lambda m: m.bytes_spread),
                            ("failover", lambda m: m.failover.worst[1]),
@@ -179,13 +182,14 @@ def build_report(before: ClusterState, after: ClusterState | None = None, *, pro
     }
     if after is not None:
         c = changes if changes is not None else compare(before, after)
-        tstar = 0 if lower_bound is not None else topic_lower_bound(before, after.rf.astype(np.int64), np.ones(before.num_partitions, bool))
-        lb = lower_bound if lower_bound is not None else max(mb.min_moves, tstar)
+        cert = certificate if certificate is not None else certify(
+            before, after, after.rf.astype(np.int64), np.ones(before.num_partitions, bool), True, changes=c,
+            metrics_before=mb)
+        f = certificate_fields(cert)
         rep["moves"] = {
             "replica_moves": c.moves,
-            "min_moves": mb.min_moves,
-            "lower_bound": lb,
-            "proven_optimal": proven_optimal if proven_optimal is not None else (True if c.moves == lb else None),
+            **{k: f[k] for k in ("min_moves", "lower_bound", "bound_for", "bound_by_flow", "closed_form_bound",
+                                 "targets_met", "proven_optimal", "optimality", "verdict")},
             "bytes_to_move": c.bytes_moved,
             "leader_changes": c.leader_changes,
             "changed_partitions": int(len(c.changed_rows)),

@@ -119,8 +119,8 @@ def render_html(rep: dict, title: str = "flowbalance report") -> str:
            + "</div>"]
     m = rep["moves"]
     if m is not None:
-        proof = {True: '<span class="good">proven optimal</span>', False: '<span class="bad">not proven optimal</span>',
-                 None: "optimality unknown"}[m["proven_optimal"]]
+        proof = ('<span class="good">proven optimal</span>' if m["proven_optimal"] else
+                 '<span class="bad">not proven optimal</span>') + f": {escape(m['verdict'])}"
         kpis = [("replica moves", f'{m["replica_moves"]}'), ("lower bound", f'{m["lower_bound"]}'),
                 ("bytes to move", format_bytes(m["bytes_to_move"])), ("leader changes", f'{m["leader_changes"]}'),
                 ("changed partitions", f'{m["changed_partitions"]}')]

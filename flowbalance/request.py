@@ -1,114 +1,274 @@
-"""A planning request (remove, add, replace, RF changes, topic filters) from command-line text or a fleet file,
-as the keyword arguments of ``flowbalance.plan.plan``. One parser for the CLI and the fleet pipeline."""
+"""``PlanRequest``: everything a plan is asked for, as one frozen value with a ``validate()``.
+
+The command line builds it from its flags, ``fleet.json`` from JSON values (``from_json``), library users directly.
+Errors name the request's fields (``RequestError``); the command line shows them under its flags (``FLAGS``) and
+the fleet under ``fleet.json: clusters.NAME``. What a request means for one cluster (the broker changes applied,
+the partitions that may move, the target RF) is ``flowbalance.resolve``.
+"""
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field, fields, replace as _replace
 from typing import Any, Mapping
 
-from .errors import InputError
-from .load import parse_broker_ids
+from .errors import InputError, RequestError
 
-FLEET_KEYS = ("remove", "add", "replace", "replication_factor", "topic_rf", "topics", "exclude_topics", "per_topic",
-              "strategy", "objective", "balance", "disk_tolerance")
-# how a cluster's files are read (used at ingest, not passed to plan())
+STAGES = ("replicas", "leaders", "followers")
+STRATEGIES = ("flow", "template")
+OBJECTIVES = ("moves", "bytes")
+BALANCES = ("count", "count+bytes", "bytes")
+
+# the command-line flag of each field (the CLI relabels RequestError with these)
+FLAGS = {
+    "remove": "--remove", "add": "--add", "replace": "--replace", "replication_factor": "--replication-factor",
+    "topic_rf": "--topic-rf", "topics": "--topics", "exclude_topics": "--exclude-topics",
+    "per_topic": "--no-per-topic", "strategy": "--strategy", "objective": "--objective", "balance": "--balance",
+    "disk_tolerance": "--disk-tolerance", "stages": "--stages",
+}
+# fleet.json keys that say how a cluster's files are read (used at ingest, not part of the request)
 INPUT_KEYS = ("current", "brokers", "sizes", "format", "disable_rack_aware", "from_target", "move_unhealthy")
 
 
-def parse_replace(text: str | None, flag: str = "--replace") -> dict[int, int]:
-    """``7:31,8:32`` -> {7: 31, 8: 32}."""
+@dataclass(frozen=True)
+class PlanRequest:
+    """What to plan. Broker ids are ints; ``replace`` maps old → new broker; ``topic_rf`` maps topic → RF;
+    ``topics`` / ``exclude_topics`` are regular expressions matched against whole topic names.
+
+    ``per_topic``: balance every topic's replicas over the brokers too. ``strategy``: ``flow`` (the stage chain)
+    or ``template`` (rotation-order templates placed by matching). ``objective``: ``moves`` or ``bytes`` (the
+    fewest bytes among the fewest-move plans). ``balance``: ``count``, ``count+bytes`` or ``bytes`` (disk use
+    within ``disk_tolerance`` × each broker's share). ``stages``: the flow stages to run, in order."""
+
+    remove: tuple[int, ...] = ()
+    add: tuple[int, ...] = ()
+    replace: tuple[tuple[int, int], ...] = ()
+    replication_factor: int | None = None
+    topic_rf: tuple[tuple[str, int], ...] = ()
+    topics: str | None = None
+    exclude_topics: str | None = None
+    per_topic: bool = True
+    strategy: str = "flow"
+    objective: str = "moves"
+    balance: str = "count"
+    disk_tolerance: float = 1.05
+    stages: tuple[str, ...] = STAGES
+
+    def __post_init__(self) -> None:
+        # accept lists, sets and mappings; store tuples, so the request is hashable and compares by value
+        for name in ("remove", "add", "stages"):
+            value = getattr(self, name)
+            if isinstance(value, (list, set, frozenset)):
+                object.__setattr__(self, name, tuple(sorted(value) if isinstance(value, (set, frozenset)) else value))
+        for name in ("replace", "topic_rf"):
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                object.__setattr__(self, name, tuple(value.items()))
+            elif isinstance(value, list):
+                object.__setattr__(self, name, tuple(tuple(x) if isinstance(x, list) else x for x in value))
+
+    @property
+    def replacements(self) -> dict[int, int]:
+        return dict(self.replace)
+
+    @property
+    def topic_rfs(self) -> dict[str, int]:
+        return dict(self.topic_rf)
+
+    @property
+    def disk_balance(self) -> bool:
+        return self.balance != "count"
+
+    def with_changes(self, **changes: Any) -> "PlanRequest":
+        return _replace(self, **changes)
+
+    def validate(self) -> "PlanRequest":
+        """Check every field on its own and against the others (not against a cluster: that is ``resolve``).
+        Returns self, so ``PlanRequest(...).validate()`` reads as one step."""
+        _check_ids(self.remove, "remove")
+        _check_ids(self.add, "add")
+        _check_replace(self.replace)
+        _check_rf(self.replication_factor, self.topic_rf)
+        for name in ("topics", "exclude_topics"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise RequestError(name, "expected a regular expression (text)", value)
+        if type(self.per_topic) is not bool:
+            raise RequestError("per_topic", "expected true or false", self.per_topic)
+        _check_choice(self.strategy, STRATEGIES, "strategy")
+        _check_choice(self.objective, OBJECTIVES, "objective")
+        _check_choice(self.balance, BALANCES, "balance")
+        tol = self.disk_tolerance
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) \
+                or not 1.0 <= float(tol) <= 10.0:
+            raise RequestError("disk_tolerance", "must be a number from 1.0 to 10.0 (max/mean disk use)", tol)
+        _check_stages(self.stages)
+        _check_combinations(self)
+        return self
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any], source: str) -> "PlanRequest":
+        """The request of one cluster's entry in a fleet file (JSON values), validated; errors under ``source``.
+
+        ``remove``/``add``: [ids] or "3,4"; ``replace``: {"7": 31} or "7:31"; ``replication_factor``: int;
+        ``topic_rf``: {"topic": n}; ``topics``/``exclude_topics``: regex; ``per_topic``: bool; ``strategy``,
+        ``objective``, ``balance``: text; ``disk_tolerance``: number. Keys of ``INPUT_KEYS`` are ignored here."""
+        known = {f.name for f in fields(cls)} - {"stages"}
+        unknown = sorted(set(entry) - known - set(INPUT_KEYS))
+        if unknown:
+            raise InputError(source, unknown[0], f"unknown key (choose from {', '.join(sorted(known) + list(INPUT_KEYS))})")
+        for key in ("from_target", "move_unhealthy", "disable_rack_aware"):
+            if type(entry.get(key, False)) is not bool:
+                raise InputError(source, key, "expected true or false", entry[key])
+        try:
+            values = {k: _from_json_value(k, v) for k, v in entry.items() if k in known and v is not None}
+            return cls(**values).validate()
+        except RequestError as err:
+            raise err.under(source) from None
+
+
+def _from_json_value(key: str, value: Any) -> Any:
+    """A fleet.json value as the field's type; text forms of ids and replacements are parsed as on the command line."""
+    if key in ("remove", "add"):
+        if isinstance(value, str):
+            return tuple(parse_broker_ids(value, key))
+        if isinstance(value, list):
+            return tuple(value)
+        raise RequestError(key, "expected a list of broker ids or a text like \"3,4\"", value)
+    if key == "replace":
+        if isinstance(value, str):
+            return parse_replace(value)
+        if isinstance(value, dict):
+            try:
+                return {int(k): v for k, v in value.items()}
+            except (TypeError, ValueError):
+                raise RequestError("replace", "expected {\"old\": new} with broker ids", value) from None
+        raise RequestError("replace", "expected {\"old\": new} with broker ids", value)
+    if key == "topic_rf" and not isinstance(value, dict):
+        raise RequestError("topic_rf", "expected {\"topic\": n}", value)
+    if key in ("strategy", "objective", "balance") and not isinstance(value, str):
+        raise RequestError(key, "expected a text", value)
+    if key == "disk_tolerance" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise RequestError(key, "expected a number", value)
+    return value
+
+
+# ---- field checks --------------------------------------------------------------------------------
+
+def _check_ids(ids: Any, name: str) -> None:
+    if not isinstance(ids, tuple) or not all(type(x) is int and x >= 0 for x in ids):
+        raise RequestError(name, "expected broker ids (non-negative integers)", ids)
+    if len(set(ids)) != len(ids):
+        raise RequestError(name, "a broker id is listed twice", ",".join(map(str, ids)))
+
+
+def _check_replace(pairs: Any) -> None:
+    ok = isinstance(pairs, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in pairs)
+    if not ok or not all(type(x) is int and x >= 0 for p in pairs for x in p):
+        raise RequestError("replace", "expected old → new pairs of broker ids", pairs)
+    old = [o for o, _ in pairs]
+    new = [n for _, n in pairs]
+    text = ",".join(f"{o}:{n}" for o, n in pairs)
+    if len(set(old)) != len(old):
+        raise RequestError("replace", "a broker is replaced twice", text)
+    if len(set(new)) != len(new):
+        raise RequestError("replace", "two brokers are replaced by the same broker", text)
+    for o, n in pairs:
+        if o == n:
+            raise RequestError("replace", "a broker cannot replace itself", f"{o}:{n}")
+
+
+def _check_rf(rf: Any, topic_rf: Any) -> None:
+    if rf is not None and topic_rf:
+        raise RequestError(("replication_factor", "topic_rf"), "one RF for every partition or one per topic, not both")
+    if rf is not None and (type(rf) is not int or rf < 1):
+        raise RequestError("replication_factor", "must be an integer of at least 1", rf)
+    if not isinstance(topic_rf, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in topic_rf):
+        raise RequestError("topic_rf", "expected topic → replication factor", topic_rf)
+    for topic, k in topic_rf:
+        if not isinstance(topic, str) or type(k) is not int or k < 1:
+            raise RequestError("topic_rf", "replication factor must be an integer >= 1", f"{topic}={k}")
+
+
+def _check_choice(value: Any, choices: tuple[str, ...], name: str) -> None:
+    if value not in choices:
+        raise RequestError(name, f"unknown {name} (choose from {', '.join(choices)})", value)
+
+
+def _check_stages(stages: Any) -> None:
+    if not isinstance(stages, tuple) or not stages:
+        raise RequestError("stages", "no stage given", stages)
+    for s in stages:
+        if s not in STAGES:
+            raise RequestError("stages", f"unknown stage (choose from {', '.join(STAGES)})", s)
+
+
+def _check_combinations(r: PlanRequest) -> None:
+    """Fields that contradict each other, with no cluster needed."""
+    removing, adding = set(r.remove), set(r.add)
+    both = sorted(removing & adding)
+    if both:
+        raise RequestError(("add", "remove"), "a broker is both added and removed", both[0])
+    for old, new in r.replace:
+        for name, named in (("remove", removing), ("add", adding)):
+            if old in named:
+                raise RequestError(("replace", name), f"broker {old} is replaced and also named in {name}",
+                                   f"{old}:{new}")
+        olds = {o for o, _ in r.replace}
+        for name, named in (("remove", removing), ("add", adding), ("replace", olds)):
+            if new in named:
+                raise RequestError(("replace", name), f"the new broker {new} is also named in {name}",
+                                   f"{old}:{new}")
+    if r.strategy == "template" and r.stages != STAGES:
+        raise RequestError("stages", "the template strategy places and orders replicas together; stages applies to "
+                           "the flow strategy", ",".join(r.stages))
+    if r.strategy == "template" and (r.objective == "bytes" or r.balance != "count"):
+        name = "objective" if r.objective == "bytes" else "balance"
+        raise RequestError(name, "applies to the flow strategy (templates place by counts)", getattr(r, name))
+
+
+# ---- text forms (the command line, and fleet.json's text values) --------------------------------
+
+def parse_broker_ids(text: str, name: str) -> list[int]:
+    """``19`` or ``3,4,5`` → broker ids; errors name the field ``name``."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or not part.isascii():
+            raise RequestError(name, "broker ids must be non-negative integers separated by commas", text)
+        out.append(int(part))
+    if not out:
+        raise RequestError(name, "no broker ids given", text)
+    if len(set(out)) != len(out):
+        raise RequestError(name, "a broker id is listed twice", text)
+    return out
+
+
+def parse_replace(text: str | None) -> dict[int, int]:
+    """``7:31,8:32`` → {7: 31, 8: 32}."""
     out: dict[int, int] = {}
     if not text:
         return out
     for pair in text.split(","):
         old, sep, new = pair.strip().partition(":")
-        if not sep or not old.strip().isdigit() or not new.strip().isdigit():
-            raise InputError(flag, "", "expected OLD:NEW[,OLD:NEW...] with broker ids", text)
+        old, new = old.strip(), new.strip()
+        if not sep or not (old.isdigit() and old.isascii()) or not (new.isdigit() and new.isascii()):
+            raise RequestError("replace", "expected OLD:NEW[,OLD:NEW...] with broker ids", text)
         if int(old) in out:
-            raise InputError(flag, "", "a broker is replaced twice", text)
+            raise RequestError("replace", "a broker is replaced twice", text)
         out[int(old)] = int(new)
     if len(set(out.values())) != len(out):
-        raise InputError(flag, "", "two brokers are replaced by the same broker", text)
+        raise RequestError("replace", "two brokers are replaced by the same broker", text)
     return out
 
 
-def parse_topic_rf(items: list[str], flag: str = "--topic-rf") -> dict[str, int]:
-    """``["orders=3", "clicks=2"]`` -> {"orders": 3, "clicks": 2}."""
+def parse_topic_rf(items: list[str]) -> dict[str, int]:
+    """``["orders=3", "clicks=2"]`` → {"orders": 3, "clicks": 2}."""
     out: dict[str, int] = {}
     for it in items:
         topic, sep, k = it.rpartition("=")
-        if not sep or not topic or not k.strip().isdigit():
-            raise InputError(flag, "", "expected TOPIC=N", it)
+        if not sep or not topic or not (k.strip().isdigit() and k.strip().isascii()):
+            raise RequestError("topic_rf", "expected TOPIC=N", it)
         out[topic] = int(k)
-    return out
-
-
-def plan_request(remove=None, add=None, replace=None, replication_factor=None, topic_rf=None, topics=None,
-                 exclude_topics=None, no_per_topic=False) -> dict:
-    """The keyword arguments of ``plan()`` from the command-line options (strings as typed)."""
-    if replication_factor is not None and topic_rf:
-        raise InputError("--replication-factor", "", "use either --replication-factor or --topic-rf, not both")
-    rf = replication_factor if replication_factor is not None else (parse_topic_rf(topic_rf) if topic_rf else None)
-    if isinstance(rf, int) and rf < 1:
-        raise InputError("--replication-factor", "", "must be at least 1", rf)
-    return dict(
-        remove=parse_broker_ids(remove, "--remove") if remove else (),
-        add=parse_broker_ids(add, "--add") if add else (),
-        replace=parse_replace(replace),
-        replication_factor=rf,
-        topics=topics,
-        exclude_topics=exclude_topics,
-        per_topic=not no_per_topic,
-    )
-
-
-def _ids(value: Any, key: str, source: str) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(type(x) is int and x >= 0 for x in value):
-        return ",".join(map(str, value))
-    raise InputError(source, key, "expected a list of broker ids or a text like \"3,4\"", value)
-
-
-def fleet_request(req: Mapping[str, Any], source: str) -> dict:
-    """``plan()`` keyword arguments from one cluster's entry in a fleet file (JSON values), with ``strategy``.
-
-    ``remove``/``add``: [ids] or "3,4"; ``replace``: {"7": 31} or "7:31"; ``replication_factor``: int;
-    ``topic_rf``: {"topic": n}; ``topics``/``exclude_topics``: regex; ``per_topic``: bool; ``strategy``;
-    ``objective`` / ``balance`` / ``disk_tolerance`` as the plan flags (sizes from the dump or --sizes-from-metrics)."""
-    unknown = sorted(set(req) - set(FLEET_KEYS) - set(INPUT_KEYS))
-    if unknown:
-        raise InputError(source, unknown[0], f"unknown key (choose from {', '.join(FLEET_KEYS + INPUT_KEYS)})")
-    for key in ("from_target", "move_unhealthy", "disable_rack_aware"):
-        if type(req.get(key, False)) is not bool:
-            raise InputError(source, key, "expected true or false", req[key])
-    rep = req.get("replace")
-    if isinstance(rep, dict):
-        try:
-            rep = ",".join(f"{int(k)}:{int(v)}" for k, v in rep.items())
-        except (TypeError, ValueError):
-            raise InputError(source, "replace", "expected {\"old\": new} with broker ids", rep) from None
-    trf = req.get("topic_rf")
-    if trf is not None:
-        if not isinstance(trf, dict):
-            raise InputError(source, "topic_rf", "expected {\"topic\": n}", trf)
-        trf = [f"{k}={v}" for k, v in trf.items()]
-    rf = req.get("replication_factor")
-    if rf is not None and type(rf) is not int:
-        raise InputError(source, "replication_factor", "expected an integer", rf)
-    per_topic = req.get("per_topic", True)
-    if type(per_topic) is not bool:
-        raise InputError(source, "per_topic", "expected true or false", per_topic)
-    out = plan_request(_ids(req.get("remove"), "remove", source), _ids(req.get("add"), "add", source), rep, rf, trf,
-                       req.get("topics"), req.get("exclude_topics"), not per_topic)
-    out["strategy"] = req.get("strategy", "flow")
-    for key, default in (("objective", "moves"), ("balance", "count")):
-        v = req.get(key, default)
-        if not isinstance(v, str):
-            raise InputError(source, key, "expected a text", v)
-        out[key] = v
-    tol = req.get("disk_tolerance", 1.05)
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)):
-        raise InputError(source, "disk_tolerance", "expected a number", tol)
-    out["disk_tolerance"] = float(tol)
     return out

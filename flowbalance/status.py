@@ -119,13 +119,14 @@ class PlanInput:
 
 
 def plan_input(state: ClusterState, status: ClusterStatus | None, source: str, *, from_target: bool = False,
-               move_unhealthy: bool = False) -> PlanInput:
+               move_unhealthy: bool = False, names: dict[str, str] | None = None) -> PlanInput:
     """Apply a describe's status to a planning request.
 
     A reassignment in progress is refused (a new plan would override it) unless ``from_target``: then those
     partitions are planned from the reassignment's target (``Replicas`` minus ``Removing Replicas``). Leaderless,
     offline and under-replicated partitions stay in place unless ``move_unhealthy`` (their moves cannot complete
     until they are back). Partitions placed by Confluent placement constraints or with observers always stay."""
+    name = {"from_target": "from_target", "move_unhealthy": "move_unhealthy", **(names or {})}
     pinned = np.zeros(state.num_partitions, dtype=bool)
     if status is None:
         return PlanInput(state, pinned, ())
@@ -136,7 +137,7 @@ def plan_input(state: ClusterState, status: ClusterStatus | None, source: str, *
         raise InputError(source, "Adding/Removing Replicas",
                          f"{n} partition{'s are' if n != 1 else ' is'} being reassigned right now "
                          f"({partition_names(state, flight)}); a new plan would override the move in progress: "
-                         "wait until it completes, or plan from its target (from_target, --from-target)")
+                         f"wait until it completes, or plan from its target ({name['from_target']})")
     if n:
         state = state.with_replicas(np.where(flight[:, None], status.target_replicas(state), state.replicas))
         notes.append(f"planned {n} partition{'s' if n != 1 else ''} in flight from the reassignment's target "
@@ -150,10 +151,19 @@ def plan_input(state: ClusterState, status: ClusterStatus | None, source: str, *
     if sick.any() and not move_unhealthy:
         pinned |= sick
         notes.append(f"{int(sick.sum())} leaderless, offline or under-replicated partitions are left in place "
-                     f"(moving them cannot complete until they are back; move_unhealthy / --move-unhealthy plans "
+                     f"(moving them cannot complete until they are back; {name['move_unhealthy']} plans "
                      f"them anyway): {partition_names(state, sick)}")
     elif sick.any():
         notes.append(f"{int(sick.sum())} leaderless, offline or under-replicated partitions are planned as asked; "
                      f"their moves cannot complete until they are back: {partition_names(state, sick)}")
     return PlanInput(state, pinned, tuple(notes))
 
+
+
+def held_rows(status: ClusterStatus | None, *, move_unhealthy: bool = False) -> np.ndarray | None:
+    """bool [P]: the partitions ``plan_input`` holds in place (placed by Confluent; unhealthy unless
+    ``move_unhealthy``), or None without a status. ``report --plan`` certifies a plan file with the same."""
+    if status is None:
+        return None
+    placed = status.pinned_by_placement
+    return placed if move_unhealthy else placed | status.unhealthy

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .certificate import certificate_fields
 from .metrics import StateMetrics, spread, topic_spread
 from .model import ClusterState
 from .targets import intervals
@@ -62,7 +63,8 @@ def format_bytes(n: int | None) -> str:
     return str(n)
 
 
-def _num(x):
+def num(x):
+    """A number as plain JSON: integral floats as int, numpy scalars as Python ones, None kept."""
     if x is None:
         return None
     if isinstance(x, (float, np.floating)) and float(x).is_integer():
@@ -86,7 +88,7 @@ def metrics_dict(state: ClusterState, m: StateMetrics, *, max_listed: int = 20) 
             "broker": int(b.ids[i]),
             "rack": rack_names[i],
             "removed": bool(b.removed[i]),
-            "weight": _num(float(b.weight[i])),
+            "weight": num(float(b.weight[i])),
             "replicas": int(m.replicas[i]),
             "target_min": int(m.replica_lo[i]),
             "target_max": int(m.replica_hi[i]),
@@ -110,35 +112,35 @@ def metrics_dict(state: ClusterState, m: StateMetrics, *, max_listed: int = 20) 
             "sizes_known": m.bytes is not None,
         },
         "replicas": {
-            "spread": _num(m.replica_spread),
+            "spread": num(m.replica_spread),
             "min": int(m.replicas[b.live].min()) if b.live.any() else 0,
             "max": int(m.replicas[b.live].max()) if b.live.any() else 0,
             "on_removed_brokers": m.replicas_on_removed,
         },
         "topics": {
-            "worst_spread": _num(m.topic.spread),
+            "worst_spread": num(m.topic.spread),
             "worst_topic": m.topic.worst_topic,
             "unbalanced_topics": m.topic.unbalanced_topics,
         },
         "leaders": {
-            "spread": _num(m.leader_spread),
+            "spread": num(m.leader_spread),
             "min": int(m.leaders[b.live].min()) if b.live.any() else 0,
             "max": int(m.leaders[b.live].max()) if b.live.any() else 0,
         },
         "bytes": None if m.bytes is None else {
-            "spread": _num(m.bytes_spread),
+            "spread": num(m.bytes_spread),
             "total": int(m.bytes.sum()),
-            "max_over_mean": _num(round(float(m.bytes[b.live].max() / max(m.bytes[b.live].mean(), 1)), 4)),
+            "max_over_mean": num(round(float(m.bytes[b.live].max() / max(m.bytes[b.live].mean(), 1)), 4)),
         },
         "failover": {
             "worst_broker": worst_f,
-            "worst_spread": _num(worst_fs),
-            "table": [{k: _num(v) for k, v in r.items()} for r in m.failover.rows()],
+            "worst_spread": num(worst_fs),
+            "table": [{k: num(v) for k, v in r.items()} for r in m.failover.rows()],
         },
         "rack_failover": {
             "worst_rack": worst_r,
-            "worst_spread": _num(worst_rs),
-            "table": [{k: _num(v) for k, v in r.items()} for r in m.rack_failover.rows()],
+            "worst_spread": num(worst_rs),
+            "table": [{k: num(v) for k, v in r.items()} for r in m.rack_failover.rows()],
         },
         "rack_violations": {
             "count": int(len(viol)),
@@ -158,26 +160,21 @@ def plan_summary(p) -> dict:
         "skipped_by_precheck": p.skipped,
         "strategy": p.strategy,
         "stages": list(p.stages_run),
-        "moves": c.moves,
-        "min_moves": cert.min_moves,
-        "topic_min_moves": cert.topic_min_moves,
-        "lower_bound": cert.lower_bound,
-        "proven_optimal": cert.proven_optimal,
-        "optimality": cert.reason,
+        **certificate_fields(cert),
         "bytes_to_move": c.bytes_moved,
         "changed_partitions": int(len(c.changed_rows)),
         "reorder_only_partitions": c.reorder_only,
         "rf_changed_partitions": c.rf_changed,
         "leader_changes": c.leader_changes,
         "leader_lower_bound": cert.leader_lower_bound,
-        "replica_spread": [_num(mb.replica_spread), _num(ma.replica_spread)],
+        "replica_spread": [num(mb.replica_spread), num(ma.replica_spread)],
         "replicas_on_removed_brokers": [mb.replicas_on_removed, ma.replicas_on_removed],
-        "topic_spread": [_num(mb.topic.spread), _num(ma.topic.spread)],
-        "leader_spread": [_num(mb.leader_spread), _num(ma.leader_spread)],
-        "failover_worst_spread": [_num(fb[1]), _num(fa[1])],
+        "topic_spread": [num(mb.topic.spread), num(ma.topic.spread)],
+        "leader_spread": [num(mb.leader_spread), num(ma.leader_spread)],
+        "failover_worst_spread": [num(fb[1]), num(fa[1])],
         "failover_worst_broker": [fb[0], fa[0]],
         "rack_violations": [int(len(mb.rack_violations)), int(len(ma.rack_violations))],
-        "disk_max_over_mean": ([_num(mb.bytes_max_over_mean), _num(ma.bytes_max_over_mean)]
+        "disk_max_over_mean": ([num(mb.bytes_max_over_mean), num(ma.bytes_max_over_mean)]
                                if mb.bytes is not None else None),
         "bytes_objective": None if cert.bytes_objective is None else {
             "moves": cert.bytes_objective.moves,
@@ -216,21 +213,20 @@ def compare_summary(plans: dict) -> dict:
 
     def spreads(m: StateMetrics) -> dict:
         return {
-            "replica_spread": _num(m.replica_spread),
-            "topic_spread": _num(m.topic.spread),
-            "leader_spread": _num(m.leader_spread),
-            "failover_worst_spread": _num(m.failover.worst[1]),
-            "rack_failover_worst_spread": _num(m.rack_failover.worst[1]) if len(m.rack_failover.failed) else None,
+            "replica_spread": num(m.replica_spread),
+            "topic_spread": num(m.topic.spread),
+            "leader_spread": num(m.leader_spread),
+            "failover_worst_spread": num(m.failover.worst[1]),
+            "rack_failover_worst_spread": num(m.rack_failover.worst[1]) if len(m.rack_failover.failed) else None,
             "rack_violations": int(len(m.rack_violations)),
             "replicas_on_removed_brokers": m.replicas_on_removed,
         }
 
-    out = {"current": spreads(mb), "lower_bound": first.certificate.lower_bound, "strategies": {}}
+    out = {"current": spreads(mb), "strategies": {}}
     for name, p in plans.items():
         c, cert = p.changes, p.certificate
         out["strategies"][name] = {
-            "moves": c.moves,
-            "proven_optimal": cert.proven_optimal,
+            **certificate_fields(cert),
             "bytes_to_move": c.bytes_moved,
             "changed_partitions": int(len(c.changed_rows)),
             "leader_changes": c.leader_changes,

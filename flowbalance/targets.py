@@ -47,3 +47,10 @@ def within(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, live: np.ndarray)
     ok_live = np.all((counts[live] >= lo[live]) & (counts[live] <= hi[live]))
     ok_removed = np.all(counts[~live] == 0)
     return bool(ok_live and ok_removed)
+
+
+def share_intervals(totals: np.ndarray, weight_live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (e.g. topic) and live broker: [floor, ceil] of the group's total times the broker's weight share,
+    flattened group-major."""
+    q = np.asarray(totals)[:, None] * (weight_live / weight_live.sum())[None, :]
+    return np.floor(q + 1e-9).astype(np.int64).ravel(), np.ceil(q - 1e-9).astype(np.int64).ravel()

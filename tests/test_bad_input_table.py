@@ -409,7 +409,7 @@ case("disk_tolerance_text", plan_args("a.json", "--disk-tolerance", "abc"), "--d
 case("strategy_unknown", plan_args("a.json", "--strategy", "nope"), "--strategy", "'nope'")
 case("objective_unknown", plan_args("a.json", "--objective", "nope"), "--objective", "'nope'")
 case("balance_unknown", plan_args("a.json", "--balance", "nope"), "--balance", "'nope'")
-case("objective_bytes_without_sizes", plan_args("a.json", "--objective", "bytes"), "--objective", "--sizes",
+case("objective_bytes_without_sizes", plan_args("a.json", "--objective", "bytes"), "--objective", "partition sizes",
      "'bytes'")
 case("balance_bytes_with_template", plan_args("a.json", "--sizes", "sizes.csv", "--balance", "bytes", "--strategy",
                                               "template"), "--balance", "template", "'bytes'")

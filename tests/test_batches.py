@@ -21,7 +21,7 @@ from flowbalance.formats.writers import election_json, reassignment_json
 from flowbalance.generate import generate_cluster
 from flowbalance.load import load_cluster
 from flowbalance.model import Brokers, ClusterState
-from flowbalance.plan import plan
+from flowbalance.planner import plan
 
 from .conftest import TESTDATA
 from .test_bad_input import assert_one_line

@@ -16,7 +16,7 @@ from flowbalance.errors import InputError, PlanningError
 from flowbalance.generate import generate_cluster
 from flowbalance.metrics import byte_counts, rack_violations, replica_counts
 from flowbalance.model import Brokers
-from flowbalance.plan import plan
+from flowbalance.planner import plan
 from flowbalance.stages.disk import disk_problem, improve
 from flowbalance.stages.disk_exact import solve_exact
 from flowbalance.stages.disk_problem import bytes_lower_bound, disk_use, score, violations
@@ -181,12 +181,12 @@ def test_impossible_capacity_is_one_clear_error():
 
 def test_bytes_requests_need_sizes_and_the_flow_strategy():
     st0 = generate_cluster(brokers=4, topics=2, partitions=4, rf=2, seed=1)
-    with pytest.raises(InputError, match="--objective.*needs partition sizes"):
+    with pytest.raises(InputError, match="^request: objective: needs partition sizes"):
         plan(st0, objective="bytes")
-    with pytest.raises(InputError, match="--balance"):
+    with pytest.raises(InputError, match="^request: balance: unknown balance"):
         plan(st0, balance="disk")
     st1 = generate_cluster(brokers=4, topics=2, partitions=4, rf=2, seed=1, sizes=True)
-    with pytest.raises(InputError, match="--disk-tolerance"):
+    with pytest.raises(InputError, match="^request: disk_tolerance: "):
         plan(st1, balance="bytes", disk_tolerance=0.9)
     with pytest.raises(InputError, match="flow strategy"):
         plan(st1, balance="bytes", strategy="template")
@@ -227,11 +227,11 @@ def test_cli_balance_without_sizes_is_one_line(tmp_path):
 
 
 def test_fleet_entries_take_the_bytes_options():
-    from flowbalance.request import fleet_request
-    kw = fleet_request({"balance": "count+bytes", "objective": "bytes", "disk_tolerance": 1.1}, "fleet.json: c")
-    assert (kw["balance"], kw["objective"], kw["disk_tolerance"]) == ("count+bytes", "bytes", 1.1)
-    with pytest.raises(InputError, match="disk_tolerance"):
-        fleet_request({"disk_tolerance": "high"}, "fleet.json: c")
+    from flowbalance.request import PlanRequest
+    req = PlanRequest.from_json({"balance": "count+bytes", "objective": "bytes", "disk_tolerance": 1.1}, "fleet.json: c")
+    assert (req.balance, req.objective, req.disk_tolerance) == ("count+bytes", "bytes", 1.1)
+    with pytest.raises(InputError, match="^fleet.json: c: disk_tolerance: expected a number"):
+        PlanRequest.from_json({"disk_tolerance": "high"}, "fleet.json: c")
     st0 = generate_cluster(brokers=6, topics=8, partitions=(6, 12), rf=3, skew=0.5, sizes=True, seed=3)
-    p = plan(st0, **kw)
+    p = plan(st0, req)
     assert p.certificate.disk is not None and p.certificate.bytes_objective is not None

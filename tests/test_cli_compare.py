@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from flowbalance.load import load_cluster
-from flowbalance.plan import plan
+from flowbalance.planner import plan
 
 from .conftest import TESTDATA
 from .test_bad_input import assert_one_line
@@ -43,7 +43,9 @@ def test_compare_json_matches_the_library(run_cli):
         assert got["moves"] == p.changes.moves
         assert got["failover_worst_spread"] == p.metrics_after.failover.worst[1]
         assert got["topic_spread"] == p.metrics_after.topic.spread
-    assert d["lower_bound"] <= d["strategies"]["flow"]["moves"]
+        # the certificate: the same bound and verdict as the library's, never a bound above the moves
+        assert (got["lower_bound"], got["proven_optimal"]) == (p.certificate.lower_bound, p.certificate.proven_optimal)
+        assert got["lower_bound"] <= got["moves"]
 
 
 def test_compare_prints_a_table(run_cli):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import flowbalance.plan as planmod
+import flowbalance.planner as planmod
 from flowbalance.verify import PlanVerificationError
 from flowbalance_cli.app import main
 

@@ -12,7 +12,7 @@ from flowbalance.formats.writers import reassignment_json
 from flowbalance.load import load_cluster
 from flowbalance.metrics import leader_counts, measure, rack_violations, replica_counts
 from flowbalance.model import Brokers, ClusterState
-from flowbalance.plan import plan
+from flowbalance.planner import plan
 from flowbalance.targets import intervals, within
 
 from . import plan_oracle as oracle

@@ -21,7 +21,7 @@ from flowbalance.errors import PlanningError
 from flowbalance.load import load_cluster
 from flowbalance.metrics import rack_violations, replica_counts
 from flowbalance.model import PAD, Brokers, ClusterState
-from flowbalance.plan import plan
+from flowbalance.planner import plan
 from flowbalance.racks import distinct_rack_bounds, live_rack_sizes, rack_bounds, rack_levels, rack_totals_fixed
 from flowbalance.targets import intervals, within
 from flowbalance.templates.sequence import TemplateSequence, broker_order

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from flowbalance.generate import generate_cluster
-from flowbalance.plan import plan
+from flowbalance.planner import plan
 from flowbalance.report import build_report
 from flowbalance.report_html import render_html
 
@@ -187,7 +187,7 @@ def test_html_renders_in_headless_chromium(tmp_path):
                            sizes=True, seed=4)
     p = plan(st0, remove=[8])
     page = tmp_path / "report.html"
-    page.write_text(render_html(build_report(p.before, p.after, proven_optimal=p.certificate.proven_optimal)))
+    page.write_text(render_html(build_report(p)))
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={tmp_path / 'profile'}"]

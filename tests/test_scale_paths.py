@@ -14,7 +14,7 @@ from flowbalance.flow.network import Network
 from flowbalance.generate import generate_cluster
 from flowbalance.metrics import compare, rack_violations, replica_counts
 from flowbalance.model import PAD, Brokers, ClusterState
-from flowbalance.plan import plan
+from flowbalance.planner import plan
 from flowbalance.stages import pooled as pooled_mod
 from flowbalance.stages.common import apply_changes_arrays
 from flowbalance.stages.pooled import balance_pooled

@@ -9,7 +9,7 @@ import pytest
 
 from flowbalance.errors import InputError, PlanningError
 from flowbalance.load import load_cluster
-from flowbalance.plan import plan
+from flowbalance.planner import plan
 from flowbalance.status import plan_input
 from flowbalance_cli.app import main
 

@@ -18,14 +18,15 @@ import unicodedata
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from rich.text import Text
 
 from flowbalance.metrics import measure
 from flowbalance.model import Brokers, ClusterState
-from flowbalance.plan import STRATEGIES, plan
+from flowbalance.planner import plan
+from flowbalance.request import STRATEGIES
 from flowbalance.report import build_report
 from flowbalance.report_html import render_html
 from flowbalance.summary import Thresholds, compare_summary, evaluate, metrics_dict, plan_summary
@@ -59,6 +60,9 @@ def _no_hidden(text: str, allowed: str = "") -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(st.text())
+@example("\\[")
+@example("\\[bold]x")
+@example("a\\\\[1]")
 def test_safe_text_renders_as_the_escaped_text_and_hides_nothing(s):
     shown = escape_controls(s)
     assert _no_hidden(shown)
@@ -140,9 +144,7 @@ def test_every_renderer_shows_names_literally(terminal):
     _assert_safe(_render(render_check, metrics_dict(state, m), checks, terminal=terminal), *seen_racks)
 
     p = plan(state, remove=[5])
-    rep = build_report(p.before, p.after, proven_optimal=p.certificate.proven_optimal,
-                       lower_bound=p.certificate.lower_bound, metrics=(p.metrics_before, p.metrics_after),
-                       changes=p.changes)
+    rep = build_report(p)
     out = _render(render_report, rep, terminal=terminal)
     _assert_safe(out, *seen_racks)
     data = plan_summary(p)

@@ -16,7 +16,7 @@ from . import rows
 from .ingest import HELD_KEY, LONG, LONG_COLUMNS, Tables, _as_long
 
 PLANNED = ("cluster string, ok boolean, reason string, strategy string, plan_json string, rollback_json string, "
-           "election_json string, empty boolean, moves long, min_moves long, lower_bound long, "
+           "election_json string, empty boolean, moves long, min_moves long, lower_bound long, bound_for string, "
            "proven_optimal boolean, bytes_to_move long, leader_changes long, changed_partitions long, "
            "replica_spread_before double, replica_spread_after double, topic_spread_before double, "
            "topic_spread_after double, leader_spread_before double, leader_spread_after double, "
@@ -26,10 +26,10 @@ PLANNED_COLUMNS = [c.strip().split(" ")[0] for c in PLANNED.split(",")]
 
 def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     """One cluster's rows (long schema) → one row of PLANNED."""
+    from ..certificate import certificate_fields
     from ..errors import InputError, PlanningError
-    from ..formats.writers import election_json, reassignment_json
-    from ..plan import plan
-    from ..request import fleet_request
+    from ..planner import plan, plan_files
+    from ..request import PlanRequest
 
     cluster = str(pdf["cluster"].iloc[0])
     out = {c: None for c in PLANNED_COLUMNS}
@@ -40,27 +40,24 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     t0 = time.perf_counter()
     try:
         held = req.pop(HELD_KEY, None)
-        kw = fleet_request(req, f"fleet.json: clusters.{cluster}")
+        request = PlanRequest.from_json(req, f"fleet.json: clusters.{cluster}")
         state = rows.rows_state(pdf[pdf.kind == "brokers"], pdf[pdf.kind == "replicas"], pdf[pdf.kind == "sizes"],
                                 had_log_dirs=had_dirs)
-        if held is not None:
-            kw["pinned"] = _held_rows(state, held["partitions"])
-            kw["notes"] = held["notes"]
-        p = plan(state, **kw)
+        pinned = _held_rows(state, held["partitions"]) if held is not None else None
+        p = plan(state, request, pinned=pinned, notes=held["notes"] if held is not None else ())
     except InputError as err:
         out.update(ok=False, reason=err.line())
         return pd.DataFrame([out])
     except (PlanningError, ValueError) as err:
         out.update(ok=False, reason=str(err))
         return pd.DataFrame([out])
-    c, cert, mb, ma = p.changes, p.certificate, p.metrics_before, p.metrics_after
+    c, mb, ma = p.changes, p.metrics_before, p.metrics_after
+    files, cert = plan_files(p), certificate_fields(p.certificate)
     out.update(
         ok=True, reason=None, strategy=p.strategy,
-        plan_json=reassignment_json(p.after, c.changed_rows),
-        rollback_json=reassignment_json(p.before, c.changed_rows),
-        election_json=election_json(p.after, c.leader_changed_rows),
-        empty=p.is_empty, moves=c.moves, min_moves=cert.min_moves, lower_bound=cert.lower_bound,
-        proven_optimal=cert.proven_optimal, bytes_to_move=c.bytes_moved, leader_changes=c.leader_changes,
+        plan_json=files.plan, rollback_json=files.rollback, election_json=files.election,
+        empty=p.is_empty, moves=c.moves, min_moves=cert["min_moves"], lower_bound=cert["lower_bound"],
+        bound_for=cert["bound_for"], proven_optimal=cert["proven_optimal"], bytes_to_move=c.bytes_moved, leader_changes=c.leader_changes,
         changed_partitions=int(len(c.changed_rows)),
         replica_spread_before=float(mb.replica_spread), replica_spread_after=float(ma.replica_spread),
         topic_spread_before=float(mb.topic.spread), topic_spread_after=float(ma.topic.spread),

@@ -95,7 +95,7 @@ def parse_cluster(pdf: pd.DataFrame, requests: dict[str, dict]) -> pd.DataFrame:
     """One cluster's files (name, content) → its rows in the long schema, or one error row."""
     from ..load import load_texts, mark_removed
     from ..status import plan_input
-    from ..request import fleet_request
+    from ..request import PlanRequest
 
     cluster = str(pdf["cluster"].iloc[0])
     bad_name = names.name_error(cluster, "snapshot folder")
@@ -104,7 +104,7 @@ def parse_cluster(pdf: pd.DataFrame, requests: dict[str, dict]) -> pd.DataFrame:
     files = {str(n): bytes(c) for n, c in zip(pdf["name"], pdf["content"])}
     req = requests.get(cluster, {})
     try:
-        kw = fleet_request(req, f"fleet.json: clusters.{cluster}")
+        request = PlanRequest.from_json(req, f"fleet.json: clusters.{cluster}")
         cur = _pick(files, req.get("current"), CURRENT_NAMES, cluster, "current")
         if cur is None:
             raise InputError(cluster, "", "no current assignment (assignment.json, describe.txt or generate.txt)")
@@ -125,8 +125,8 @@ def parse_cluster(pdf: pd.DataFrame, requests: dict[str, dict]) -> pd.DataFrame:
                            from_target=bool(req.get("from_target", False)),
                            move_unhealthy=bool(req.get("move_unhealthy", False)))
         state = given.state
-        if kw["remove"]:
-            state = mark_removed(state, list(kw["remove"]))
+        if request.remove:
+            state = mark_removed(state, list(request.remove), f"fleet.json: clusters.{cluster}: remove")
     except InputError as err:
         return _error(cluster, "ingest", err.line())
     except Exception as err:  # noqa: BLE001 - a bad cluster must not stop the fleet
@@ -286,12 +286,12 @@ def ingest_tables(spark: SparkSession, root: str, fmt: str, requests: dict[str, 
 
 def _mark_removals(spark: SparkSession, brokers: DataFrame, requests: dict[str, dict]) -> DataFrame:
     """Brokers a cluster's request removes get state ``removed`` (as the dumps path does with the same request)."""
-    from ..request import fleet_request
+    from ..request import PlanRequest
 
     pairs = []
     for c, req in requests.items():
         try:
-            pairs += [(c, int(b)) for b in fleet_request(req, f"fleet.json: clusters.{c}")["remove"]]
+            pairs += [(c, int(b)) for b in PlanRequest.from_json(req, f"fleet.json: clusters.{c}").remove]
         except InputError:
             continue  # reported when the cluster is planned
     if not pairs:

@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..formats.writers import write_atomic
 from . import names
 
-SUMMARY_COLUMNS = ["cluster", "status", "reason", "strategy", "moves", "min_moves", "lower_bound", "proven_optimal",
+SUMMARY_COLUMNS = ["cluster", "status", "reason", "strategy", "moves", "min_moves", "lower_bound", "bound_for", "proven_optimal",
                    "bytes_to_move", "leader_changes", "changed_partitions", "replica_spread_before",
                    "replica_spread_after", "topic_spread_before", "topic_spread_after", "leader_spread_before",
                    "leader_spread_after", "failover_spread_before", "failover_spread_after", "seconds"]

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..model import PAD, Brokers, ClusterState
 from ..racks import rack_bounds, rack_totals_fixed
-from ..targets import intervals
+from ..targets import intervals, share_intervals  # noqa: F401 (share_intervals: used by the stages)
 
 # Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
 # node count below this bound.
@@ -145,13 +145,6 @@ class StageInput:
         mov = np.flatnonzero(movable)
         return StageInput(b=b, N=len(b), live_idx=live_idx, lpos=lpos, NL=len(live_idx), idx=state.replica_index,
                           mov=mov, Pm=len(mov))
-
-
-def share_intervals(totals: np.ndarray, weight_live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per group (e.g. topic) and live broker: [floor, ceil] of the group's total times the broker's weight share,
-    flattened group-major."""
-    q = np.asarray(totals)[:, None] * (weight_live / weight_live.sum())[None, :]
-    return np.floor(q + 1e-9).astype(np.int64).ravel(), np.ceil(q - 1e-9).astype(np.int64).ravel()
 
 
 def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: np.ndarray, K: int,

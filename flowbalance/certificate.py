@@ -1,0 +1,348 @@
+"""The certificate of a plan: for each objective in force, its value, the bound it is proven against, the verdict.
+
+Built once, never patched. The moves verdict is a function of the plan alone (before, after, the partitions that
+may move, per-topic on or off), so ``plan``, ``report --plan``, ``compare`` and ``fleet`` print the same numbers:
+
+* **targets**: every live broker's replica count within its share's [floor, ceil] (within its rack's share when the
+  rack rule fixes every rack's total), removed brokers empty, and with per-topic balance every topic's movable
+  replicas within their shares too — what stage 1 aims at (``count_targets``).
+* **closed-form bound**: the fewest arrivals that reach the targets from the current counts (M* for brokers,
+  Σ per-topic M* for topics; ``targets.min_arrivals``). A plan that meets the targets with that many moves is
+  proven minimal by it.
+* **fewest moves for the targets**: otherwise (removals, RF changes and the rack rule can force chains of moves),
+  the minimum-cost flow optimum over every plan that meets the targets under the hard rules. Stage 1 computes it
+  (its evidence is used when it solved exactly these targets); for a plan file it is solved again.
+* **counts reached**: a plan that does not meet the targets is measured against the fewest moves that reach its
+  own per-broker (per-topic) counts: Σ of the count increases, never above its moves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .metrics import Changes, StateMetrics, compare, measure
+from .model import ClusterState
+from .racks import rack_bounds
+from .stages.common import rack_forced_intervals
+from .targets import share_intervals
+from .targets import intervals, min_arrivals
+
+
+@dataclass(frozen=True, eq=False)
+class CountTargets:
+    """Per-broker (and per-topic) replica-count targets for a plan from ``state``."""
+
+    lo: np.ndarray  # [N] per broker (all rows counted)
+    hi: np.ndarray
+    topic_lo: np.ndarray | None  # [T, NL] per (movable topic, live broker), movable rows counted; None: off
+    topic_hi: np.ndarray | None
+    within_racks: bool  # the rack rule fixes every rack's total: shares within each rack
+    closed_bound: int  # fewest arrivals that reach these targets from ``state``
+
+
+@dataclass(frozen=True)
+class MovesVerdict:
+    """The moves objective: value, the bound it is proven against, what that bound is for, and the verdict."""
+
+    moves: int
+    bound: int  # the printed bound: the moves are proven minimal exactly when they equal it (and targets are met)
+    bound_for: str  # "count balance", "per-topic balance", "balance within racks", "the counts this plan reaches"
+    by_flow: bool  # the bound is the minimum-cost flow optimum for the targets (not a closed form)
+    targets_met: bool
+    missed: tuple[str, ...]  # which targets are missed: "broker totals", "per-topic balance"
+    closed_bound: int  # the closed-form bound for the targets (context)
+    min_moves: int  # M*: cluster-wide count balance (context)
+    topic_min_moves: int | None  # Σ per-topic M* (context), when per-topic balance is on
+
+    @property
+    def proven(self) -> bool:
+        return self.targets_met and self.moves == self.bound
+
+    def text(self) -> str:
+        """One line: "moves 351, proven minimal for balance within racks: bound 351 (min-cost flow)"."""
+        how = " (min-cost flow)" if self.by_flow else ""
+        if self.proven:
+            return f"moves {self.moves}, proven minimal for {self.bound_for}: bound {self.bound}{how}"
+        if self.targets_met:
+            return f"moves {self.moves}, above the fewest for {self.bound_for}: bound {self.bound}{how}"
+        return (f"moves {self.moves}; {' and '.join(self.missed)} not met (not reachable under the request's rules, "
+                f"or not attempted); the counts this plan reaches need at least {self.bound}")
+
+
+@dataclass(frozen=True)
+class BytesCertificate:
+    """``objective="bytes"``: the bytes the fewest-moves plan moves, and the proven least for those moves."""
+
+    moves: int
+    bytes_moved: int
+    lower_bound: int
+    quantum: int  # bytes per cost unit of the size-cost flow (1 = exact)
+    exact: bool
+
+
+@dataclass(frozen=True)
+class DiskCertificate:
+    """Disk balance (or capacity repair): disk use against the limits, and the bytes against their bound."""
+
+    balance: str
+    tolerance: float
+    max_over_mean_before: float
+    max_over_mean_after: float
+    within_tolerance: bool
+    limit_raised: int  # brokers whose limit is their largest partition (it alone is above the tolerance)
+    bytes_moved: int
+    bytes_lower_bound: int  # no plan with every broker at or under the final disk limits moves fewer bytes
+    method: str
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What a plan proves, objective by objective, and the notes of the stages that made it."""
+
+    moves_verdict: MovesVerdict
+    leader_changes: int
+    leader_lower_bound: int  # leaderships that must change because their broker left (or its share shrank)
+    reason: str
+    notes: tuple[str, ...] = ()
+    bytes_objective: BytesCertificate | None = None
+    disk: DiskCertificate | None = None
+
+    @property
+    def moves(self) -> int:
+        return self.moves_verdict.moves
+
+    @property
+    def lower_bound(self) -> int:
+        return self.moves_verdict.bound
+
+    @property
+    def proven_optimal(self) -> bool:
+        return self.moves_verdict.proven
+
+    @property
+    def min_moves(self) -> int:
+        return self.moves_verdict.min_moves
+
+    @property
+    def topic_min_moves(self) -> int | None:
+        return self.moves_verdict.topic_min_moves
+
+
+# ---- targets and bounds --------------------------------------------------------------------------
+
+def count_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarray, per_topic: bool
+                  ) -> CountTargets:
+    """The targets stage 1 aims at for a plan from ``state`` (see the module docstring)."""
+    b = state.brokers
+    live, live_idx = b.live, np.flatnonzero(b.live)
+    N, NL = len(b), len(live_idx)
+    trf = np.asarray(target_rf, dtype=np.int64)
+    total = int(trf.sum())
+    idx = state.replica_index
+    c_all = np.bincount(idx[idx >= 0], minlength=N).astype(np.int64)
+    lo, hi = intervals(total, b.weight, live)
+    mov = np.flatnonzero(movable)
+    tpos, c_tb, rt, T = _topic_counts(state, mov, live_idx, trf, per_topic)
+    tlo = thi = None
+    if T:
+        tlo, thi = share_intervals(rt, b.weight[live_idx])
+    forced = None
+    if b.has_racks and len(mov):
+        _, rack_of_live = np.unique(b.rack[live_idx], return_inverse=True)
+        K = int(rack_of_live.max()) + 1 if NL else 1
+        fixed = idx[~movable]
+        fixed_c = np.bincount(fixed[fixed >= 0], minlength=N).astype(np.int64)
+        forced = rack_forced_intervals(b, live_idx, rack_of_live, K, trf[mov], fixed_c,
+                                       tpos if T else None, T)
+    if forced is not None:
+        lo, hi = forced[0], forced[1]
+        if T:
+            tlo, thi = forced[2], forced[3]
+    bound = min_arrivals(c_all, total, lo, hi, live)
+    if T:
+        tlo, thi = tlo.reshape(T, NL), thi.reshape(T, NL)
+        bound = max(bound, _topic_arrivals(c_tb, rt, tlo, thi))
+    return CountTargets(lo, hi, tlo, thi, forced is not None, int(bound))
+
+
+def _topic_counts(state: ClusterState, mov: np.ndarray, live_idx: np.ndarray, trf: np.ndarray, per_topic: bool):
+    """Per (movable topic, live broker) counts of the movable rows, the topics' target totals, and T."""
+    if not per_topic or not len(mov):
+        return None, None, None, 0
+    NL = len(live_idx)
+    lpos = np.full(len(state.brokers), -1, dtype=np.int64)
+    lpos[live_idx] = np.arange(NL)
+    _, tpos = np.unique(state.topic[mov], return_inverse=True)
+    T = int(tpos.max()) + 1
+    rt = np.bincount(tpos, weights=trf[mov], minlength=T).astype(np.int64)
+    return tpos, _tb_counts(state.replica_index[mov], tpos, lpos, T, NL), rt, T
+
+
+def _tb_counts(sub: np.ndarray, tpos: np.ndarray, lpos: np.ndarray, T: int, NL: int) -> np.ndarray:
+    r, col = np.nonzero(sub >= 0)
+    lp = lpos[sub[r, col]]
+    ok = lp >= 0
+    return np.bincount(tpos[r[ok]] * NL + lp[ok], minlength=T * NL).reshape(T, NL).astype(np.int64)
+
+
+def _topic_arrivals(c: np.ndarray, rt: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:
+    """Fewest arrivals that bring every (topic, broker) count into [lo, hi] with each topic's total rt."""
+    t = np.clip(c, lo, hi)
+    short = rt - t.sum(axis=1)
+    return int(np.maximum(t - c, 0).sum() + np.maximum(short, 0).sum())
+
+
+def _live_positions(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
+    live_idx = np.flatnonzero(state.brokers.live)
+    lpos = np.full(len(state.brokers), -1, dtype=np.int64)
+    lpos[live_idx] = np.arange(len(live_idx))
+    return live_idx, lpos
+
+
+def _topic_matrix(state: ClusterState, movable: np.ndarray) -> tuple[np.ndarray, int]:
+    mov = np.flatnonzero(movable)
+    if not len(mov):
+        return mov, 0
+    _, tpos = np.unique(state.topic[mov], return_inverse=True)
+    return tpos, int(tpos.max()) + 1
+
+
+def missed_targets(targets: CountTargets, after: ClusterState, movable: np.ndarray) -> tuple[str, ...]:
+    """Which targets ``after`` misses: "broker totals" and/or "per-topic balance" (empty: all met)."""
+    b = after.brokers
+    idx = after.replica_index
+    c = np.bincount(idx[idx >= 0], minlength=len(b))
+    live = b.live
+    missed = []
+    if not (np.all((c[live] >= targets.lo[live]) & (c[live] <= targets.hi[live])) and not c[~live].any()):
+        missed.append("broker totals")
+    if targets.topic_lo is not None:
+        live_idx, lpos = _live_positions(after)
+        tpos, T = _topic_matrix(after, movable)
+        c_tb = _tb_counts(idx[movable], tpos, lpos, T, len(live_idx))
+        if not np.all((c_tb >= targets.topic_lo) & (c_tb <= targets.topic_hi)):
+            missed.append("per-topic balance")
+    return tuple(missed)
+
+
+def counts_reached_bound(before: ClusterState, after: ClusterState, movable: np.ndarray, per_topic: bool) -> int:
+    """Fewest moves of any plan that ends with ``after``'s per-broker (per-topic) counts: each count increase is an
+    arrival. Never above the moves of ``after`` itself."""
+    ib, ia = before.replica_index, after.replica_index
+    N = len(before.brokers)
+    cb = np.bincount(ib[ib >= 0], minlength=N)
+    ca = np.bincount(ia[ia >= 0], minlength=N)
+    bound = int(np.maximum(ca - cb, 0).sum())
+    if per_topic and movable.any():
+        # per (topic, broker) over every broker (arrivals on a broker that then leaves are moves too)
+        tpos, T = _topic_matrix(before, movable)
+        allpos = np.arange(N, dtype=np.int64)
+        tb_b = _tb_counts(ib[movable], tpos, allpos, T, N)
+        tb_a = _tb_counts(ia[movable], tpos, allpos, T, N)
+        bound = max(bound, int(np.maximum(tb_a - tb_b, 0).sum()))  # rows that may not move do not change
+    return bound
+
+
+def fewest_moves_for_targets(before: ClusterState, target_rf: np.ndarray, movable: np.ndarray, per_topic: bool,
+                             closed_bound: int) -> int:
+    """The minimum-cost flow optimum: the fewest moves of any plan meeting the targets under the hard rules
+    (stage 1's own solve; its tie-breaks cost less than one move, so the number of moves is the optimum)."""
+    from .stages.replicas import balance_replicas
+
+    res = balance_replicas(before, target_rf, movable, per_topic=per_topic, lower_bound=closed_bound)
+    return compare(before, before.with_replicas(res.replicas)).moves
+
+
+# ---- the certificate -----------------------------------------------------------------------------
+
+def moves_verdict(before: ClusterState, after: ClusterState, target_rf: np.ndarray, movable: np.ndarray,
+                  per_topic: bool, *, moves: int, min_moves: int, topic_min_moves: int | None,
+                  fewest: int | None = None) -> MovesVerdict:
+    """The moves verdict of ``before`` → ``after``. ``fewest``: the flow optimum for the targets when the caller
+    already has it (stage 1's evidence); otherwise it is solved here, and only when it is needed."""
+    targets = count_targets(before, target_rf, movable, per_topic)
+    missed = missed_targets(targets, after, movable)
+    closed = targets.closed_bound
+    common = dict(moves=moves, targets_met=not missed, missed=missed, closed_bound=closed, min_moves=min_moves,
+                  topic_min_moves=topic_min_moves)
+    if missed:
+        return MovesVerdict(bound=counts_reached_bound(before, after, movable, per_topic),
+                            bound_for="the counts this plan reaches", by_flow=False, **common)
+    what = ("balance within racks" if targets.within_racks else
+            "per-topic balance" if targets.topic_lo is not None else "count balance")
+    if moves <= closed:
+        return MovesVerdict(bound=closed, bound_for=what, by_flow=False, **common)
+    if fewest is None:
+        fewest = fewest_moves_for_targets(before, target_rf, movable, per_topic, closed)
+    return MovesVerdict(bound=max(fewest, closed), bound_for=what, by_flow=fewest > closed, **common)
+
+
+def leader_lower_bound(before: ClusterState, after: ClusterState) -> int:
+    """Leaderships that must change: those whose broker left the partition, and beyond the brokers' shares."""
+    b = before.brokers
+    original_leader = before.replicas[:, 0]
+    still = (after.replicas == original_leader[:, None]).any(axis=1)
+    kept = np.bincount(b.index_of(original_leader[still]), minlength=len(b)).astype(np.int64)
+    lo, hi = intervals(before.num_partitions, b.weight, b.live)
+    return min_arrivals(kept, before.num_partitions, lo, hi, b.live)
+
+
+def reason_text(v: MovesVerdict) -> str:
+    """Why the verdict holds, in words an operator can check against the printed numbers."""
+    if v.proven and not v.by_flow:
+        return f"moves equal the closed-form lower bound for {v.bound_for}"
+    if v.proven:
+        return (f"moves equal the minimum-cost flow optimum for {v.bound_for} under the request's rules (racks, "
+                f"removals, RF, scope); the closed-form bound {v.closed_bound} is not reachable")
+    if v.targets_met:
+        return f"{v.moves - v.bound} moves above the fewest for {v.bound_for} ({v.bound})"
+    return (f"not every balance target is met ({', '.join(v.missed)}); the counts this plan reaches need at "
+            f"least {v.bound} moves")
+
+
+def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, movable: np.ndarray,
+            per_topic: bool, *, changes: Changes | None = None, metrics_before: StateMetrics | None = None,
+            fewest: int | None = None, context: Callable[[MovesVerdict], str] | None = None,
+            notes: tuple[str, ...] = (),
+            bytes_objective: BytesCertificate | None = None, disk: DiskCertificate | None = None) -> Certificate:
+    """The certificate of ``before`` → ``after`` (a plan, or a plan file). ``fewest`` is stage 1's flow optimum
+    when it has one; ``context`` adds what the stages know to the verdict's reason (e.g. the template matching)."""
+    from .metrics import topic_lower_bound
+
+    changes = changes if changes is not None else compare(before, after)
+    mb = metrics_before if metrics_before is not None else measure(before, target_rf=target_rf)
+    tstar = topic_lower_bound(before, target_rf, movable) if per_topic else None
+    v = moves_verdict(before, after, target_rf, movable, per_topic, moves=changes.moves, min_moves=mb.min_moves,
+                      topic_min_moves=tstar, fewest=fewest)
+    return Certificate(moves_verdict=v, leader_changes=changes.leader_changes,
+                       leader_lower_bound=leader_lower_bound(before, after),
+                       reason=_reason(v, context), notes=tuple(notes), bytes_objective=bytes_objective,
+                       disk=disk)
+
+
+def _reason(v: MovesVerdict, context: Callable[[MovesVerdict], str] | None) -> str:
+    extra = context(v) if context is not None else ""
+    return f"{reason_text(v)}; {extra}" if extra else reason_text(v)
+
+
+def certificate_fields(cert: Certificate) -> dict:
+    """The certificate's moves verdict as plain data: the same keys in ``plan --json``, ``report --json``,
+    ``compare --json`` and the fleet summary."""
+    v = cert.moves_verdict
+    return {
+        "moves": v.moves,
+        "lower_bound": v.bound,
+        "bound_for": v.bound_for,
+        "bound_by_flow": v.by_flow,
+        "closed_form_bound": v.closed_bound,
+        "min_moves": v.min_moves,
+        "topic_min_moves": v.topic_min_moves,
+        "targets_met": v.targets_met,
+        "missed_targets": list(v.missed),
+        "proven_optimal": v.proven,
+        "optimality": cert.reason,
+        "verdict": v.text(),
+    }

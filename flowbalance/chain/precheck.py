@@ -1,0 +1,87 @@
+"""The pre-check: a cluster already at every target gets no plan (nothing proposed, byte-identical empty files).
+
+Also the targets the chain's stages test for themselves: leader balance, ideal first-follower pairs, and whether
+a request must change something whatever the spreads say.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..metrics import (StateMetrics, above_capacity, disk_within, leader_counts, pair_matrix, rack_violations,
+                       replica_counts, topic_spread)
+from ..model import ClusterState
+from ..resolve import Resolved, rows_on_removed
+from ..targets import intervals, within
+
+
+def meets_every_target(r: Resolved) -> bool:
+    """True when nothing can improve: counts, racks, removals, RF, leaders and pairs all at their targets (and,
+    with disk balance, every broker's disk within the tolerance; with known capacities, none above it)."""
+    state, req = r.before, r.request
+    if not np.array_equal(r.target_rf, state.rf):
+        return False
+    replicas_on = "replicas" in req.stages
+    if state.has_sizes and replicas_on:
+        if above_capacity(state) or (req.disk_balance and not disk_within(state, req.disk_tolerance)):
+            return False
+    if not _counts_at_target(state, req.per_topic, replicas_on, req.balance == "bytes"):
+        return False
+    if "leaders" in req.stages and not leaders_balanced(state, req.per_topic):
+        return False
+    return not ("followers" in req.stages and not pairs_ideal(state))
+
+
+def _counts_at_target(state: ClusterState, per_topic: bool, replicas_on: bool, bytes_only: bool) -> bool:
+    b = state.brokers
+    c = replica_counts(state)
+    if not replicas_on:
+        return not c[~b.live].any()
+    if bytes_only:
+        return not len(rack_violations(state)) and not c[~b.live].any()
+    if not within(c, *intervals(int(c.sum()), b.weight, b.live), b.live) or len(rack_violations(state)):
+        return False
+    return not (per_topic and topic_spread(state).unbalanced_topics)
+
+
+def leaders_balanced(state: ClusterState, per_topic: bool) -> bool:
+    """Leader counts within their intervals (and per topic when asked)."""
+    b = state.brokers
+    if not within(leader_counts(state), *intervals(state.num_partitions, b.weight, b.live), b.live):
+        return False
+    return not (per_topic and topic_spread(state.with_replicas(state.replicas[:, :1])).unbalanced_topics > 0)
+
+
+def pairs_ideal(state: ClusterState) -> bool:
+    """Per leader, first-follower counts within 1 of each other over every broker that could be chosen."""
+    idx = state.replica_index
+    rows = state.rf >= 3
+    if idx.shape[1] < 3 or not rows.any():
+        return True
+    n = len(state.brokers)
+    M = pair_matrix(state)
+    sub = idx[rows]
+    cand = np.zeros((n, n), dtype=bool)
+    for j in range(1, sub.shape[1]):
+        ok = sub[:, j] >= 0
+        cand[sub[ok, 0], sub[ok, j]] = True
+    for lead in np.flatnonzero(cand.any(axis=1)):
+        vals = M[lead][cand[lead]]
+        if vals.max() - vals.min() > 1:
+            return False
+    return True
+
+
+def must_change(r: Resolved) -> bool:
+    """RF changes, replicas on removed brokers and rack violations must be fixed whatever the spreads say."""
+    s = r.before
+    return (not np.array_equal(r.target_rf, s.rf) or bool(rows_on_removed(s).any())
+            or len(rack_violations(s)) > 0)
+
+
+def improves(mb: StateMetrics, mc: StateMetrics, per_topic: bool) -> bool:
+    """True when the candidate lowers at least one spread (replicas, topics, leaders, broker or rack failover)."""
+    pairs = [(mc.replica_spread, mb.replica_spread), (mc.leader_spread, mb.leader_spread),
+             (mc.failover.worst[1], mb.failover.worst[1]), (mc.rack_failover.worst[1], mb.rack_failover.worst[1])]
+    if per_topic:
+        pairs.append((mc.topic.spread, mb.topic.spread))
+    return any(a < b for a, b in pairs)

@@ -1,0 +1,206 @@
+"""``plan(state, request)``: the library's planner. Resolve the request, skip a cluster already at every target,
+run the stage chain, verify, certify.
+
+    resolve (broker changes, scope, target RF) → pre-check → chain (stages, each checked) → proposal →
+    verification → metrics before and after → certificate (built once from the plan and the stages' evidence)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .certificate import BytesCertificate, Certificate, DiskCertificate, MovesVerdict, certify
+from .chain.base import Context, Progress, run_chain
+from .chain.precheck import improves, meets_every_target, must_change
+from .chain.steps import flow_chain, template_chain
+from .errors import RequestError
+from .formats.writers import election_json, reassignment_json
+from .metrics import (Changes, StateMetrics, above_capacity, compare, disk_max_over_mean_of, disk_use, disk_within,
+                      measure, topic_lower_bound)
+from .model import ClusterState
+from .request import PlanRequest
+from .resolve import Resolved, resolve
+from .verify import PlanVerificationError, verify_plan
+
+
+@dataclass
+class Plan:
+    """A planned reassignment: the new state, what changes, metrics before and after, and the certificate."""
+
+    before: ClusterState  # the current assignment, with the requested broker changes applied
+    after: ClusterState
+    target_rf: np.ndarray
+    movable: np.ndarray
+    changes: Changes
+    metrics_before: StateMetrics
+    metrics_after: StateMetrics
+    certificate: Certificate
+    stages_run: tuple[str, ...]
+    seconds: dict[str, float]
+    skipped: bool  # True when the pre-check found nothing to do
+    request: PlanRequest
+
+    @property
+    def strategy(self) -> str:
+        return self.request.strategy
+
+    @property
+    def is_empty(self) -> bool:
+        return len(self.changes.changed_rows) == 0
+
+
+@dataclass(frozen=True)
+class PlanFiles:
+    """The texts ``flowbalance plan`` writes: the reassignment, its rollback, and the leader election."""
+
+    plan: str
+    rollback: str
+    election: str
+
+
+def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.ndarray | None = None,
+         notes: Sequence[str] = (), progress: Progress | None = None, **fields: Any) -> Plan:
+    """Plan a reassignment of ``state`` (never mutated) as ``request`` asks (or ``PlanRequest(**fields)``).
+
+    ``pinned`` (bool per partition) holds partitions exactly as they are: neither moved nor reordered, still
+    counted in every broker's load (in flight, unhealthy, or placed by Confluent; see ``flowbalance.status``);
+    ``notes`` start the certificate's notes (why they were held). ``progress`` is called with (step, of, name)
+    as each step starts."""
+    request = _request_of(request, fields)
+    say = progress or (lambda step, of, name: None)
+    t0 = time.perf_counter()
+    r = resolve(state, request, pinned)
+    chain = flow_chain() if request.strategy == "flow" else template_chain()
+    of = len(chain) + 2
+    say(1, of, "measuring")
+    mb = measure(r.before, target_rf=r.target_rf)
+    tstar = topic_lower_bound(r.before, r.target_rf, r.movable) if request.per_topic else None
+    ctx = Context(r, mb, max(mb.min_moves, tstar or 0), notes=list(notes))
+    skipped = meets_every_target(r)
+    if not skipped:
+        run_chain(ctx, chain, say, 2, of)
+    after, ma, skipped = _proposal(ctx, skipped)
+    say(of, of, "verifying")
+    t = time.perf_counter()
+    _verify(r, after, skipped)
+    ctx.seconds["verify"] = time.perf_counter() - t
+    changes = compare(r.before, after)
+    ma = ma if ma is not None else measure(after)
+    cert = _certificate(ctx, after, changes, skipped)
+    ctx.seconds["total"] = time.perf_counter() - t0
+    return Plan(before=r.before, after=after, target_rf=r.target_rf, movable=r.movable, changes=changes,
+                metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(ctx.ran),
+                seconds=ctx.seconds, skipped=skipped, request=request)
+
+
+def _request_of(request: PlanRequest | None, fields: Mapping[str, Any]) -> PlanRequest:
+    """The request given, or one built from keyword fields (``replication_factor`` may be a topic → RF map)."""
+    if request is not None:
+        if fields:
+            raise RequestError(tuple(fields), "give a PlanRequest or its fields, not both")
+        return request
+    fields = dict(fields)
+    rf = fields.get("replication_factor")
+    if isinstance(rf, Mapping):
+        fields["topic_rf"] = fields.pop("replication_factor")
+    try:
+        return PlanRequest(**fields)
+    except TypeError as err:
+        raise RequestError(tuple(fields), f"unknown request field ({err})") from None
+
+
+def _proposal(ctx: Context, skipped: bool) -> tuple[ClusterState, StateMetrics | None, bool]:
+    """The state to propose. Templates are proposed only when they must change something or lower a spread."""
+    r = ctx.resolved
+    if skipped or r.request.strategy != "template":
+        return ctx.current, None, skipped
+    mc = measure(ctx.current)
+    if must_change(r) or improves(ctx.metrics_before, mc, r.request.per_topic):
+        return ctx.current, mc, False
+    ctx.notes.append("template strategy: the templates would not lower any spread, so nothing is proposed")
+    return r.before, None, True
+
+
+def _verify(r: Resolved, after: ClusterState, skipped: bool) -> None:
+    verify_plan(r.before, after, r.target_rf, r.movable)
+    b = r.before.brokers
+    cap_known = r.before.has_sizes and bool((b.capacity[b.live] >= 0).any())
+    if cap_known and above_capacity(after) and not skipped:
+        raise PlanVerificationError("a planned broker is above its disk capacity")
+
+
+def _certificate(ctx: Context, after: ClusterState, changes: Changes, skipped: bool) -> Certificate:
+    """The certificate from the plan and the stages' evidence (see ``flowbalance.certificate``)."""
+    r, req = ctx.resolved, ctx.request
+    notes = list(ctx.notes)
+    if "followers" in ctx.ran and not (after.rf >= 3).any() and (after.rf == 2).any():
+        notes.append("RF 2: the first follower is the only other replica, so reordering cannot change failover; "
+                     "only placement does")
+    stage1 = ctx.evidence.get("replicas")
+    return certify(r.before, after, r.target_rf, r.movable, req.per_topic, changes=changes,
+                   metrics_before=ctx.metrics_before, fewest=stage1.fewest if stage1 is not None else None,
+                   context=lambda v: _reason_context(ctx, v), notes=tuple(notes),
+                   bytes_objective=_bytes_certificate(ctx), disk=_disk_certificate(ctx, after, changes, skipped))
+
+
+def _reason_context(ctx: Context, v: MovesVerdict) -> str:
+    """What the stages add to the verdict's reason (what the plan aimed at, which stage made extra moves)."""
+    if ctx.request.balance == "bytes":
+        return "balance bytes: disk use is the target, not replica counts (see the disk line)"
+    if v.proven or not v.targets_met:
+        return ""
+    if "templates" in ctx.evidence:
+        res = ctx.evidence["templates"]
+        how = "exact matching" if res.sparse_groups == 0 else "matching over candidate pairs"
+        return f"template strategy: {res.moves} moves onto its templates ({how}; their own bound {res.bound})"
+    if "disk" in ctx.ran:
+        return "the disk stage traded them for disk balance (see the disk line)"
+    return ""
+
+
+def _bytes_certificate(ctx: Context) -> BytesCertificate | None:
+    res = ctx.evidence.get("bytes")
+    if res is None or not res.applied:
+        return None
+    return BytesCertificate(moves=res.moves, bytes_moved=res.bytes_moved, lower_bound=res.bytes_lower_bound,
+                            quantum=res.quantum, exact=res.quantum == 1)
+
+
+def _disk_certificate(ctx: Context, after: ClusterState, changes: Changes, skipped: bool) -> DiskCertificate | None:
+    res, req, before = ctx.evidence.get("disk"), ctx.request, ctx.resolved.before
+    if res is None and not (req.disk_balance and skipped):
+        return None
+    b = before.brokers
+    share = disk_use(after)[b.live].sum() * b.weight[b.live] / b.weight[b.live].sum()
+    tol_limit = np.floor(req.disk_tolerance * share + 1e-6).astype(np.int64)
+    return DiskCertificate(
+        balance=req.balance, tolerance=float(req.disk_tolerance), max_over_mean_before=disk_max_over_mean_of(before),
+        max_over_mean_after=disk_max_over_mean_of(after), within_tolerance=disk_within(after, req.disk_tolerance),
+        limit_raised=int((res.limit[b.live] > tol_limit).sum()) if res is not None else 0,
+        bytes_moved=int(changes.bytes_moved or 0), bytes_lower_bound=res.bytes_lower_bound if res is not None else 0,
+        method=res.method if res is not None else "nothing to do", exact=bool(res is not None and res.exact))
+
+
+def plan_files(p: Plan, *, all_partitions: bool = False) -> PlanFiles:
+    """The plan's files as text, byte for byte what ``flowbalance plan`` and ``fleet`` write: the reassignment
+    (changed partitions, or every partition with ``all_partitions``), the rollback (the current assignment of
+    the changed partitions) and the partitions whose leader changes (for kafka-leader-election)."""
+    rows = None if all_partitions else p.changes.changed_rows
+    return PlanFiles(plan=reassignment_json(p.after, rows),
+                     rollback=reassignment_json(p.before, p.changes.changed_rows),
+                     election=election_json(p.after, p.changes.leader_changed_rows))
+
+
+def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest | None = None, *,
+                 pinned: np.ndarray | None = None) -> Certificate:
+    """The certificate of a plan read from a file (``report --plan``): ``state`` with the request's removals
+    marked and the plan's brokers, ``after`` the plan applied. ``request`` gives the scope and per-topic setting
+    the plan was made with (the target RF is the plan's own). The same numbers and verdict as ``plan`` gives."""
+    request = (request or PlanRequest()).validate()
+    from .resolve import movable_rows
+
+    movable = movable_rows(state, request, pinned)
+    return certify(state, after, after.rf.astype(np.int64), movable, request.per_topic)
