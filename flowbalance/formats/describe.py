@@ -29,7 +29,7 @@ from typing import NoReturn
 import numpy as np
 
 from ..errors import InputError
-from .logdirs import _gc_paused
+from .logdirs import gc_paused
 from .raw import PartitionStatus, RawAssignment, replicas_matrix, topic_name_problem, validate_raw
 
 KNOWN_KEYS = frozenset({
@@ -54,7 +54,7 @@ _LOG_LINE = re.compile(r"\s*\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d")  # log4j: "[2024-08
 
 def read_describe(text: str, source: str) -> RawAssignment:
     """Parse a describe: the partitions in line order, with their status (``RawAssignment.status``)."""
-    with _gc_paused():  # a few hundred thousand small lists, none in a cycle (see logdirs._gc_paused)
+    with gc_paused():  # a few hundred thousand small lists, none in a cycle (see logdirs.gc_paused)
         return _read(text, source)
 
 

@@ -33,7 +33,7 @@ class LogDirs:
 def read_logdirs(text: str, source: str) -> LogDirs:
     """Find the JSON line (after the status lines) and read every non-future replica's size."""
     offset, lineno = _json_start(text, source)
-    with _gc_paused():  # a million new dicts, lists and tuples, none in a cycle: see _gc_paused
+    with gc_paused():  # a million new dicts, lists and tuples, none in a cycle: see gc_paused
         doc = parse_json(text[offset:], source, line_offset=lineno)
         if not isinstance(doc, dict) or "brokers" not in doc:
             raise InputError(source, "brokers", "missing field (expected {\"version\":1,\"brokers\":[...]})")
@@ -209,7 +209,7 @@ def _keys(topic_names: list[str], topic: np.ndarray, number: np.ndarray):
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many objects that hold no cycles.
 
     Hundreds of thousands of new lists and tuples would otherwise set off full collections, each

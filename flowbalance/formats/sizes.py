@@ -19,7 +19,7 @@ from itertools import repeat
 from ..errors import InputError
 from .csvrows import csv_rows
 from .jsontext import parse_json
-from .logdirs import LogDirs, _gc_paused, read_logdirs
+from .logdirs import LogDirs, gc_paused, read_logdirs
 
 HEADER = ("topic", "partition", "bytes")
 FIELDS = frozenset(HEADER)
@@ -43,7 +43,7 @@ def read_sizes(text: str, source: str) -> LogDirs:
     kind = detect_sizes_format(text)
     if kind == "logdirs":
         return read_logdirs(text, source)
-    with _gc_paused():  # a million new tuples and strings, none in a cycle (see logdirs._gc_paused)
+    with gc_paused():  # a million new tuples and strings, none in a cycle (see logdirs.gc_paused)
         sizes = _from_json(text, source) if kind == "json" else _from_csv(text, source)
     return LogDirs(source=source, sizes=sizes, dirs={})
 

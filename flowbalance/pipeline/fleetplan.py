@@ -13,7 +13,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 
 from . import rows
-from .ingest import HELD_KEY, LONG, LONG_COLUMNS, Tables, _as_long
+from .ingest import HELD_KEY, LONG, LONG_COLUMNS, Tables, as_long
 
 PLANNED = ("cluster string, ok boolean, reason string, strategy string, plan_json string, rollback_json string, "
            "election_json string, empty boolean, moves long, min_moves long, lower_bound long, bound_for string, "
@@ -85,10 +85,10 @@ def plan_fleet(tables: Tables, clusters: DataFrame | None = None, counter=None) 
     if clusters is not None:
         meta = meta.join(clusters.select("cluster").distinct(), "cluster", "left_semi")
     keep = meta.select("cluster")
-    long = (_as_long(tables.brokers.join(keep, "cluster", "left_semi"), "brokers")
-            .unionByName(_as_long(tables.replicas.join(keep, "cluster", "left_semi"), "replicas"))
-            .unionByName(_as_long(tables.sizes.join(keep, "cluster", "left_semi"), "sizes"))
-            .unionByName(_as_long(meta, "clusters")))
+    long = (as_long(tables.brokers.join(keep, "cluster", "left_semi"), "brokers")
+            .unionByName(as_long(tables.replicas.join(keep, "cluster", "left_semi"), "replicas"))
+            .unionByName(as_long(tables.sizes.join(keep, "cluster", "left_semi"), "sizes"))
+            .unionByName(as_long(meta, "clusters")))
     assert long.columns == LONG_COLUMNS
 
     def one(pdf: pd.DataFrame) -> pd.DataFrame:

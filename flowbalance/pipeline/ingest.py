@@ -267,8 +267,8 @@ def ingest_tables(spark: SparkSession, root: str, fmt: str, requests: dict[str, 
         "state", F.coalesce("state", F.lit("live")))
     good_requests = {c: r for c, r in requests.items() if c not in bad}
     brokers = _mark_removals(spark, brokers, good_requests)
-    long = (_as_long(brokers, "brokers").unionByName(_as_long(replicas, "replicas"))
-            .unionByName(_as_long(sizes, "sizes")))
+    long = (as_long(brokers, "brokers").unionByName(as_long(replicas, "replicas"))
+            .unionByName(as_long(sizes, "sizes")))
     errors = long.groupBy("cluster").applyInPandas(_validate, rows.ERRORS).unionByName(early_df).cache()
     gone = errors.select("cluster")
     names_df = spark.createDataFrame([(c,) for c in found if c not in bad], "cluster string").join(
@@ -303,7 +303,9 @@ def _mark_removals(spark: SparkSession, brokers: DataFrame, requests: dict[str, 
             .drop("_gone"))
 
 
-def _as_long(df: DataFrame, kind: str) -> DataFrame:
+def as_long(df: DataFrame, kind: str) -> DataFrame:
+    """``df`` (one table of the snapshot) in the long schema every table shares for one groupBy: missing columns
+    null, ``kind`` naming the table."""
     cols = []
     types = dict(c.strip().split(" ") for c in LONG.split(","))
     for c in LONG_COLUMNS:
