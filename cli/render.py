@@ -194,7 +194,7 @@ def moves_line(d: dict) -> str:
     """The certificate's moves verdict in one line (plan and report print the same), with M* as context."""
     proof = "[green]proven optimal[/green]" if d["proven_optimal"] else "[yellow]not proven optimal[/yellow]"
     context = f"closed-form bound {d['closed_form_bound']}, " if d["bound_by_flow"] else ""
-    return (f"[bold]Replica moves[/bold]: {safe_text(d['verdict'])} — {proof} "
+    return (f"[bold]Certificate[/bold]: {safe_text(d['verdict'])} — {proof} "
             f"[dim]({context}M* {d['min_moves']} for cluster-wide count balance: context, not the bound)[/dim]")
 
 
