@@ -27,7 +27,7 @@ PLANNED_COLUMNS = [c.strip().split(" ")[0] for c in PLANNED.split(",")]
 def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     """One cluster's rows (long schema) → one row of PLANNED."""
     from ..certificate import certificate_fields
-    from ..errors import InputError, PlanningError
+    from ..errors import InputError, PlanningError, RequestError
     from ..planner import plan, plan_files
     from ..request import PlanRequest
 
@@ -45,6 +45,9 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
                                 had_log_dirs=had_dirs)
         pinned = _held_rows(state, held["partitions"]) if held is not None else None
         p = plan(state, request, pinned=pinned, notes=held["notes"] if held is not None else ())
+    except RequestError as err:  # a field that does not fit this cluster (an unknown broker, topic, ...)
+        out.update(ok=False, reason=err.under(f"fleet.json: clusters.{cluster}").line())
+        return pd.DataFrame([out])
     except InputError as err:
         out.update(ok=False, reason=err.line())
         return pd.DataFrame([out])

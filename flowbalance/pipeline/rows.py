@@ -68,7 +68,7 @@ def rows_state(brokers: pd.DataFrame, replicas: pd.DataFrame, sizes: pd.DataFram
              for x in rack_col.tolist()]
     if any(r is not None for r in racks) and any(r is None for r in racks):
         raise ValueError("some brokers have a rack and some do not")
-    weight = brokers["weight"].fillna(1.0).to_numpy(dtype=np.float64) if "weight" in brokers else None
+    weight = pd.to_numeric(brokers["weight"]).fillna(1.0).to_numpy(dtype=np.float64) if "weight" in brokers else None
     if weight is not None and (~np.isfinite(weight) | (weight <= 0)).any():
         raise ValueError("a broker weight is not a positive number")
     caps = None
