@@ -52,3 +52,15 @@ def test_help_blocks_in_commands_md_are_the_commands_help():
         block = re.search(r"```\n(Usage: flowbalance " + name + r" .*?)```", text, flags=re.S)
         assert block is not None, name
         assert block.group(1) == got.replace("Usage: python -m flowbalance_cli", "Usage: flowbalance"), name
+
+
+def test_readme_library_example_runs_and_prints_what_it_says(capsys, monkeypatch):
+    """The README's Python block runs as shown, and each ``print(...)  # text`` prints that text."""
+    monkeypatch.chdir(ROOT)
+    block = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    assert block is not None
+    code = block.group(1)
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - our own documentation
+    printed = capsys.readouterr().out.splitlines()
+    said = [m.group(1) for m in re.finditer(r"^print\(.*\)\s+# (.*)$", code, flags=re.M)]
+    assert said and printed == said
