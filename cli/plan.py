@@ -54,7 +54,7 @@ def plan_command(
     objective: str = o.ObjectiveOpt,
     balance: str = o.BalanceOpt,
     disk_tolerance: float = o.DiskToleranceOpt,
-    stages: str = typer.Option(",".join(STAGES), "--stages", help="Flow stages to run, in order: replicas,leaders,followers."),
+    stages: str = typer.Option(",".join(STAGES), "--stages", help="Flow stages to run, of replicas,leaders,followers (always run in that order)."),
     rollback: o.PathOpt = typer.Option(None, "--rollback", help="Write the current assignment of changed partitions here."),
     election: o.PathOpt = typer.Option(None, "--election", help="Write partitions whose leader changes (kafka-leader-election)."),
     all_partitions: bool = typer.Option(False, "--all", help="Write every partition, not only the changed ones."),

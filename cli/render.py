@@ -61,11 +61,11 @@ def _bracket_escape(m: re.Match) -> str:
 
 def _markup_escape(text: str) -> str:
     """Every ``[`` escaped so rich shows it (rich's own ``escape`` skips brackets that are not tag-like, and
-    ``\\[`` then loses its backslash); a trailing single backslash doubled as rich's ``escape`` does."""
+    ``\\[`` then loses its backslash), and a trailing run of backslashes doubled: the markup around the name may
+    continue with a tag, and rich halves a run of backslashes before a tag (and an odd run escapes the tag)."""
     text = _BRACKET.sub(_bracket_escape, text)
-    if text.endswith("\\") and not text.endswith("\\\\"):
-        text += "\\"
-    return text
+    run = len(text) - len(text.rstrip("\\"))
+    return text + "\\" * run
 
 
 def safe_text(value: object) -> str:
@@ -194,7 +194,7 @@ def moves_line(d: dict) -> str:
     """The certificate's moves verdict in one line (plan and report print the same), with M* as context."""
     proof = "[green]proven optimal[/green]" if d["proven_optimal"] else "[yellow]not proven optimal[/yellow]"
     context = f"closed-form bound {d['closed_form_bound']}, " if d["bound_by_flow"] else ""
-    return (f"[bold]Certificate[/bold]: {safe_text(d['verdict'])} — {proof} "
+    return (f"[bold]Replica moves[/bold] — {safe_text(d['verdict'])} — {proof} "
             f"[dim]({context}M* {d['min_moves']} for cluster-wide count balance: context, not the bound)[/dim]")
 
 

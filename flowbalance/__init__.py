@@ -15,17 +15,19 @@ from .errors import InputError, PlanningError, RequestError
 from .load import load_cluster, load_texts, mark_removed
 from .metrics import compare, measure
 from .model import Broker, Brokers, ClusterState, Partition
+from .planfile import read_plan
 from .planner import Plan, PlanFiles, certify_plan, plan, plan_files
 from .report import build_report
 from .request import PlanRequest
 from .resolve import Resolved, resolve
-from .status import plan_input
+from .status import held_rows, plan_input
+from .verify import PlanVerificationError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Broker", "Brokers", "Certificate", "ClusterState", "InputError", "MovesVerdict", "Partition", "Plan",
-    "PlanFiles", "PlanRequest", "PlanningError", "RequestError", "Resolved", "build_report", "certificate_fields",
-    "certify_plan", "compare", "load_cluster", "load_texts", "mark_removed", "measure", "plan", "plan_files",
-    "plan_input", "resolve", "__version__",
+    "PlanFiles", "PlanRequest", "PlanVerificationError", "PlanningError", "RequestError", "Resolved", "build_report", "certificate_fields",
+    "certify_plan", "compare", "held_rows", "load_cluster", "load_texts", "mark_removed", "measure", "plan", "plan_files",
+    "plan_input", "read_plan", "resolve", "__version__",
 ]

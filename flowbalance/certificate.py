@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from .metrics import Changes, StateMetrics, compare, measure
+from .metrics import Changes, StateMetrics, compare, measure, rack_violations
 from .model import ClusterState
 from .racks import rack_bounds
 from .stages.common import rack_forced_intervals
@@ -61,13 +61,14 @@ class MovesVerdict:
         return self.targets_met and self.moves == self.bound
 
     def text(self) -> str:
-        """One line: "moves 351, proven minimal for balance within racks: bound 351 (min-cost flow)"."""
+        """One line: "351 moves, proven minimal for balance within racks: bound 351 (min-cost flow)"."""
         how = " (min-cost flow)" if self.by_flow else ""
+        n = f"{self.moves} move{'s' if self.moves != 1 else ''}"
         if self.proven:
-            return f"moves {self.moves}, proven minimal for {self.bound_for}: bound {self.bound}{how}"
+            return f"{n}, proven minimal for {self.bound_for}: bound {self.bound}{how}"
         if self.targets_met:
-            return f"moves {self.moves}, above the fewest for {self.bound_for}: bound {self.bound}{how}"
-        return (f"moves {self.moves}; {' and '.join(self.missed)} not met (not reachable under the request's rules, "
+            return f"{n}, above the fewest for {self.bound_for}: bound {self.bound}{how}"
+        return (f"{n}; {' and '.join(self.missed)} not met (not reachable under the request's rules, "
                 f"or not attempted); the counts this plan reaches need at least {self.bound}")
 
 
@@ -103,6 +104,7 @@ class Certificate:
     """What a plan proves, objective by objective, and the notes of the stages that made it."""
 
     moves_verdict: MovesVerdict
+    targets: CountTargets  # the per-broker (per-topic) targets the verdict judged
     leader_changes: int
     leader_lower_bound: int  # leaderships that must change because their broker left (or its share shrank)
     reason: str
@@ -210,13 +212,21 @@ def _topic_matrix(state: ClusterState, movable: np.ndarray) -> tuple[np.ndarray,
     return tpos, int(tpos.max()) + 1
 
 
-def missed_targets(targets: CountTargets, after: ClusterState, movable: np.ndarray) -> tuple[str, ...]:
-    """Which targets ``after`` misses: "broker totals" and/or "per-topic balance" (empty: all met)."""
+def missed_targets(targets: CountTargets, before: ClusterState, after: ClusterState,
+                   movable: np.ndarray) -> tuple[str, ...]:
+    """Which targets and rules ``after`` misses: "the scope" (a partition that may not move was changed), "the
+    rack rule", "broker totals", "per-topic balance" (empty: all met). The flow optimum for the targets is a
+    bound only over plans that meet them all; a plan file from elsewhere may not."""
+    missed = []
+    fixed = ~movable
+    if fixed.any() and not _same_rows(before.replicas[fixed], after.replicas[fixed]):
+        missed.append("the scope")
+    if movable[rack_violations(after)].any():  # partitions held in place are judged as they are
+        missed.append("the rack rule")
     b = after.brokers
     idx = after.replica_index
     c = np.bincount(idx[idx >= 0], minlength=len(b))
     live = b.live
-    missed = []
     if not (np.all((c[live] >= targets.lo[live]) & (c[live] <= targets.hi[live])) and not c[~live].any()):
         missed.append("broker totals")
     if targets.topic_lo is not None:
@@ -226,6 +236,12 @@ def missed_targets(targets: CountTargets, after: ClusterState, movable: np.ndarr
         if not np.all((c_tb >= targets.topic_lo) & (c_tb <= targets.topic_hi)):
             missed.append("per-topic balance")
     return tuple(missed)
+
+
+def _same_rows(a: np.ndarray, b: np.ndarray) -> bool:
+    w = max(a.shape[1], b.shape[1])
+    pad = lambda x: np.pad(x, ((0, 0), (0, w - x.shape[1])), constant_values=-1)  # noqa: E731
+    return bool(np.array_equal(pad(a), pad(b)))
 
 
 def counts_reached_bound(before: ClusterState, after: ClusterState, movable: np.ndarray, per_topic: bool) -> int:
@@ -260,11 +276,11 @@ def fewest_moves_for_targets(before: ClusterState, target_rf: np.ndarray, movabl
 
 def moves_verdict(before: ClusterState, after: ClusterState, target_rf: np.ndarray, movable: np.ndarray,
                   per_topic: bool, *, moves: int, min_moves: int, topic_min_moves: int | None,
-                  fewest: int | None = None) -> MovesVerdict:
+                  fewest: int | None = None, targets: CountTargets | None = None) -> MovesVerdict:
     """The moves verdict of ``before`` → ``after``. ``fewest``: the flow optimum for the targets when the caller
     already has it (stage 1's evidence); otherwise it is solved here, and only when it is needed."""
-    targets = count_targets(before, target_rf, movable, per_topic)
-    missed = missed_targets(targets, after, movable)
+    targets = targets if targets is not None else count_targets(before, target_rf, movable, per_topic)
+    missed = missed_targets(targets, before, after, movable)
     closed = targets.closed_bound
     common = dict(moves=moves, targets_met=not missed, missed=missed, closed_bound=closed, min_moves=min_moves,
                   topic_min_moves=topic_min_moves)
@@ -315,9 +331,10 @@ def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, mo
     changes = changes if changes is not None else compare(before, after)
     mb = metrics_before if metrics_before is not None else measure(before, target_rf=target_rf)
     tstar = topic_lower_bound(before, target_rf, movable) if per_topic else None
+    targets = count_targets(before, target_rf, movable, per_topic)
     v = moves_verdict(before, after, target_rf, movable, per_topic, moves=changes.moves, min_moves=mb.min_moves,
-                      topic_min_moves=tstar, fewest=fewest)
-    return Certificate(moves_verdict=v, leader_changes=changes.leader_changes,
+                      topic_min_moves=tstar, fewest=fewest, targets=targets)
+    return Certificate(moves_verdict=v, targets=targets, leader_changes=changes.leader_changes,
                        leader_lower_bound=leader_lower_bound(before, after),
                        reason=_reason(v, context), notes=tuple(notes), bytes_objective=bytes_objective,
                        disk=disk)

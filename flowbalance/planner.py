@@ -7,7 +7,7 @@ run the stage chain, verify, certify.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields as dataclass_fields
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -106,10 +106,10 @@ def _request_of(request: PlanRequest | None, fields: Mapping[str, Any]) -> PlanR
     rf = fields.get("replication_factor")
     if isinstance(rf, Mapping):
         fields["topic_rf"] = fields.pop("replication_factor")
-    try:
-        return PlanRequest(**fields)
-    except TypeError as err:
-        raise RequestError(tuple(fields), f"unknown request field ({err})") from None
+    unknown = sorted(set(fields) - {f.name for f in dataclass_fields(PlanRequest)})
+    if unknown:
+        raise RequestError(tuple(unknown), "unknown request field")
+    return PlanRequest(**fields)
 
 
 def _proposal(ctx: Context, skipped: bool) -> tuple[ClusterState, StateMetrics | None, bool]:
@@ -196,11 +196,17 @@ def plan_files(p: Plan, *, all_partitions: bool = False) -> PlanFiles:
 
 def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest | None = None, *,
                  pinned: np.ndarray | None = None) -> Certificate:
-    """The certificate of a plan read from a file (``report --plan``): ``state`` with the request's removals
-    marked and the plan's brokers, ``after`` the plan applied. ``request`` gives the scope and per-topic setting
-    the plan was made with (the target RF is the plan's own). The same numbers and verdict as ``plan`` gives."""
-    request = (request or PlanRequest()).validate()
+    """The certificate of a plan read from a file (``report --plan``): ``state`` the current assignment, ``after``
+    the plan applied (``flowbalance.planfile.read_plan(...).final``). ``request`` gives what the plan was made
+    with: its ``remove`` (marked here), scope and per-topic setting; the target RF is the plan's own. The same
+    numbers and verdict as ``plan`` gives for the same request."""
+    from .load import mark_removed
     from .resolve import movable_rows
 
-    movable = movable_rows(state, request, pinned)
-    return certify(state, after, after.rf.astype(np.int64), movable, request.per_topic)
+    request = (request or PlanRequest()).validate()
+    before = state.with_brokers(after.brokers)
+    if request.remove:
+        before = mark_removed(before, list(request.remove), "remove")
+        after = after.with_brokers(before.brokers)
+    movable = movable_rows(before, request, pinned)
+    return certify(before, after, after.rf.astype(np.int64), movable, request.per_topic)

@@ -37,8 +37,12 @@ def _failover_rows(mb: StateMetrics, ma: StateMetrics | None, rack: bool) -> dic
     return out
 
 
-def _per_broker(before: ClusterState, mb: StateMetrics, ma: StateMetrics | None) -> list[dict]:
+def _per_broker(before: ClusterState, mb: StateMetrics, ma: StateMetrics | None,
+                cert: Certificate | None = None) -> list[dict]:
+    """One row per broker; its target interval is the certificate's (within its rack when the rack rule fixes
+    every rack's total) when there is a plan, the cluster-wide share otherwise."""
     b = before.brokers
+    lo, hi = (cert.targets.lo, cert.targets.hi) if cert is not None else ((ma or mb).replica_lo, (ma or mb).replica_hi)
     rows = []
     for i in range(len(b)):
         r = int(b.rack[i])
@@ -54,7 +58,7 @@ def _per_broker(before: ClusterState, mb: StateMetrics, ma: StateMetrics | None)
             "replicas": pair(mb.replicas, ma.replicas if ma else None),
             "leaders": pair(mb.leaders, ma.leaders if ma else None),
             "bytes": pair(mb.bytes, ma.bytes if ma else None),
-            "target_replicas": [int((ma or mb).replica_lo[i]), int((ma or mb).replica_hi[i])],
+            "target_replicas": [int(lo[i]), int(hi[i])],
             "capacity_bytes": cap if cap >= 0 else None,
         })
     return rows
@@ -157,6 +161,12 @@ def build_report(before, after: ClusterState | None = None, *, certificate: Cert
         mb = measure(before, target_rf=target_rf)
         ma = measure(after) if after is not None else None
     b = before.brokers
+    c = cert = None
+    if after is not None:
+        c = changes if changes is not None else compare(before, after)
+        cert = certificate if certificate is not None else certify(
+            before, after, after.rf.astype(np.int64), np.ones(before.num_partitions, bool), True, changes=c,
+            metrics_before=mb)
     rep = {
         "cluster": {
             "brokers": len(b), "live_brokers": int(b.live.sum()),
@@ -167,7 +177,7 @@ def build_report(before, after: ClusterState | None = None, *, certificate: Cert
             "sizes_known": before.has_sizes,
         },
         "has_plan": after is not None,
-        "per_broker": _per_broker(before, mb, ma),
+        "per_broker": _per_broker(before, mb, ma, cert),
         "spreads": {
             key: [num(f(mb)), num(f(ma)) if ma is not None else None]
             for key, f in (("replicas", lambda m: m.replica_spread), ("topics", lambda m: m.topic.spread),
@@ -180,20 +190,21 @@ def build_report(before, after: ClusterState | None = None, *, certificate: Cert
         "moves": None,
         "warnings": _status_warnings(before, status) + _all_warnings(before, mb, after, ma),
     }
-    if after is not None:
-        c = changes if changes is not None else compare(before, after)
-        cert = certificate if certificate is not None else certify(
-            before, after, after.rf.astype(np.int64), np.ones(before.num_partitions, bool), True, changes=c,
-            metrics_before=mb)
-        f = certificate_fields(cert)
-        rep["moves"] = {
-            "replica_moves": c.moves,
-            **{k: f[k] for k in ("min_moves", "lower_bound", "bound_for", "bound_by_flow", "closed_form_bound",
-                                 "targets_met", "proven_optimal", "optimality", "verdict")},
-            "bytes_to_move": c.bytes_moved,
-            "leader_changes": c.leader_changes,
-            "changed_partitions": int(len(c.changed_rows)),
-            "reorder_only_partitions": c.reorder_only,
-            "rf_changed_partitions": c.rf_changed,
-        }
+    if cert is not None:
+        rep["moves"] = _moves(c, cert)
     return rep
+
+
+def _moves(c, cert: Certificate) -> dict:
+    """The report's ``moves``: what changes, and the certificate's verdict (the same keys as ``plan --json``)."""
+    f = certificate_fields(cert)
+    return {
+        "replica_moves": c.moves,
+        **{k: f[k] for k in ("min_moves", "lower_bound", "bound_for", "bound_by_flow", "closed_form_bound",
+                             "targets_met", "proven_optimal", "optimality", "verdict")},
+        "bytes_to_move": c.bytes_moved,
+        "leader_changes": c.leader_changes,
+        "changed_partitions": int(len(c.changed_rows)),
+        "reorder_only_partitions": c.reorder_only,
+        "rf_changed_partitions": c.rf_changed,
+    }

@@ -37,7 +37,8 @@ class PlanRequest:
     ``per_topic``: balance every topic's replicas over the brokers too. ``strategy``: ``flow`` (the stage chain)
     or ``template`` (rotation-order templates placed by matching). ``objective``: ``moves`` or ``bytes`` (the
     fewest bytes among the fewest-move plans). ``balance``: ``count``, ``count+bytes`` or ``bytes`` (disk use
-    within ``disk_tolerance`` × each broker's share). ``stages``: the flow stages to run, in order."""
+    within ``disk_tolerance`` × each broker's share). ``stages``: which flow stages run (always in the chain's
+    order: replicas, leaders, followers)."""
 
     remove: tuple[int, ...] = ()
     add: tuple[int, ...] = ()

@@ -72,7 +72,7 @@ def _fewest(ctx: Context, replicas: np.ndarray) -> int | None:
     r = ctx.resolved
     planned = r.before.with_replicas(replicas)
     targets = count_targets(r.before, r.target_rf, r.movable, ctx.request.per_topic)
-    if missed_targets(targets, planned, r.movable):
+    if missed_targets(targets, r.before, planned, r.movable):
         return None
     return compare(r.before, planned).moves
 
@@ -81,9 +81,9 @@ def _count_invariants(ctx: Context, replicas: np.ndarray) -> tuple[Invariant, ..
     """"count targets": when stage 1 met them, the stages after it keep them."""
     r = ctx.resolved
     targets = count_targets(r.before, r.target_rf, r.movable, ctx.request.per_topic)
-    if missed_targets(targets, r.before.with_replicas(replicas), r.movable):
+    if missed_targets(targets, r.before, r.before.with_replicas(replicas), r.movable):
         return ()
-    return (Invariant("count targets", lambda s: not missed_targets(targets, s, r.movable)),)
+    return (Invariant("count targets", lambda s: not missed_targets(targets, r.before, s, r.movable)),)
 
 
 def _stage1_note(res: ReplicaResult) -> str:
