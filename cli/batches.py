@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from flowbalance.batches import Batches, check_options, format_duration, split_plan, verify_batches
+from flowbalance.batches import SOURCE, Batches, check_options, format_duration, split_plan, verify_batches
 from flowbalance.planfile import read_plan
 from flowbalance.errors import InputError
 from flowbalance.formats.writers import election_json, reassignment_json, write_atomic
@@ -25,6 +25,19 @@ from .render import console, json_text, safe_text, warn
 PLACEHOLDER = "$BOOTSTRAP"
 MAX_TABLE_ROWS = 40
 _HOST = re.compile(r"^[^\s'\"`;&|<>]+$")
+# split_plan's parameter -> the flag that sets it (the library names parameters; the user typed flags)
+FLAGS = {"max_moves_per_broker": "--max-moves-per-broker", "max_bytes_per_batch": "--max-bytes-per-batch",
+         "order": "--order"}
+# split_plan's warnings name its limits (snake_case, never a prose word) as words of their own; a topic-partition
+# name (letters, digits and ._- only, then -P) that merely contains one is left alone
+_PARAM = re.compile(r"(?<![\w.-])(" + "|".join(p for p in FLAGS if "_" in p) + r")(?![\w.-])")
+
+
+def as_flags(err: InputError) -> InputError:
+    """A split_plan option error under the flag that sets the option; any other error as it is."""
+    if err.source != SOURCE:
+        return err
+    return InputError(FLAGS.get(err.place, err.place), "", err.message, err.value, has_value=err.has_value)
 
 
 def batch_name(i: int, count: int) -> str:
@@ -176,7 +189,10 @@ def batches(
     quiet: bool = o.QuietOpt,
 ) -> None:
     """Split PLAN into ordered batches for kafka-reassign-partitions, with rollback, election and steps.txt."""
-    check_options(max_moves_per_broker, max_bytes_per_batch, order)
+    try:
+        check_options(max_moves_per_broker, max_bytes_per_batch, order)
+    except InputError as err:
+        raise as_flags(err) from None
     if throttle is not None and throttle < 1:
         raise InputError("--throttle", "", "must be at least 1 (bytes per second)", throttle)
     if bootstrap_server is not None and not _HOST.match(bootstrap_server):
@@ -194,7 +210,7 @@ def batches(
                          order=order, rank=pf.rank)
         verify_batches(res)  # every batch file and the rollback, as written, before anything is written
         steps.step("writing files")
-    warnings = list(loaded.warnings) + list(res.warnings)
+    warnings = list(loaded.warnings) + [_PARAM.sub(lambda m: FLAGS[m.group(1)], w) for w in res.warnings]
     if throttle and not res.sizes_known and len(res):
         warnings.append("--throttle: partition sizes are unknown (give --sizes), so copy times cannot be estimated")
 

@@ -23,6 +23,9 @@ from . import options as o
 from .render import console, escape_controls as _escape_controls, json_text, safe_text as _safe_text
 
 MAX_NAMES = 20  # failed clusters named in the last stderr line
+# run_fleet's parameter -> the flag that sets it (the library names parameters; the user typed flags)
+FLAGS = {"out": "-o", "input_format": "--input", "metric": "--metric", "quantile": "--quantile",
+         "window_days": "--window-days", "sizes_from_metrics": "--sizes-from-metrics"}
 STAGES = {"start": "starting Spark", "ingest": "ingest", "weights": "weights", "health": "health", "plan": "plan",
           "write": "write"}
 
@@ -106,7 +109,7 @@ def fleet(
     or an option is bad. Spark's own log goes to OUT/spark.log.
     """
     try:
-        from flowbalance.pipeline.run import run_fleet
+        from flowbalance.pipeline.run import SOURCE, run_fleet
     except ImportError as err:
         raise InputError("fleet", "", f"needs the spark extra (pip install 'flowbalance[spark]'): {err}") from None
     _silence_root_logging()
@@ -121,7 +124,11 @@ def fleet(
             res = run_fleet(snapshot, out, master=master, input_format=input_format, metric=metric,
                             quantile=quantile, window_days=window_days, sizes_from_metrics=sizes_from_metrics,
                             plan_all=plan_all, conf=settings, progress=progress)
-    except (InputError, PlanningError):
+    except InputError as err:
+        if err.source != SOURCE:
+            raise
+        raise InputError(FLAGS.get(err.place, err.place), "", err.message, err.value, has_value=err.has_value) from None
+    except PlanningError:
         raise
     except Exception as err:  # noqa: BLE001 - a failed Spark job: one line, not a JVM stack trace
         if type(err).__module__.split(".")[0] not in ("pyspark", "py4j"):

@@ -12,7 +12,7 @@ from flowbalance.formats.dumps import brokers_csv, brokers_json, describe_text, 
 from flowbalance.formats.writers import reassignment_json, write_atomic
 
 from .render import escape_controls
-from flowbalance.generate import LAYOUTS, MAX_BROKERS, MAX_REPLICAS, MAX_TOPICS, generate_cluster
+from flowbalance.generate import LAYOUTS, MAX_BROKERS, MAX_REPLICAS, MAX_TOPICS, SOURCE, generate_cluster
 
 # --formats name -> file written in --out
 FORMAT_FILES = {
@@ -24,7 +24,15 @@ FORMAT_FILES = {
     "brokers-json": "brokers.json",
 }
 
+# generate_cluster's parameter -> the flag that sets it (its errors name parameters; the user typed flags)
+FLAGS = {
+    "brokers": "--brokers", "racks": "--racks", "topics": "--topics", "partitions": "--partitions", "rf": "--rf",
+    "skew": "--skew", "layout": "--layout", "rack_aware": "--rack-aware", "seed": "--seed",
+    "first_broker_id": "--first-broker-id",
+}
+
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+_REMEDY = re.compile(r"\b(\w+)=('?)([^\s')]+)\2")  # name=value or name='value' in a library message
 
 
 def parse_partitions(text: str) -> int | tuple[int, int]:
@@ -82,10 +90,13 @@ def generate(
     chosen = parse_formats(formats, sizes)
     if rf is None:
         rf = min(3, max(brokers, 1))
-    state = generate_cluster(
-        brokers=brokers, racks=racks, topics=topics, partitions=parts, rf=rf, skew=skew, layout=layout,
-        sizes=sizes, first_broker_id=first_broker_id, seed=seed, rack_aware=rack_aware,
-    )
+    try:
+        state = generate_cluster(
+            brokers=brokers, racks=racks, topics=topics, partitions=parts, rf=rf, skew=skew, layout=layout,
+            sizes=sizes, first_broker_id=first_broker_id, seed=seed, rack_aware=rack_aware,
+        )
+    except InputError as err:
+        raise as_flags(err) from None
     folder = _make_folder(out)
     writers = {
         "json": lambda: reassignment_json(state),
@@ -101,6 +112,17 @@ def generate(
         f"wrote {', '.join(FORMAT_FILES[f] for f in chosen)} to {escape_controls(folder)}: "
         f"{state.num_partitions:,} partitions, {state.num_replicas:,} replicas on {len(state.brokers):,} brokers"
     )
+
+
+def as_flags(err: InputError) -> InputError:
+    """A generate_cluster error under the flags that set its parameters (``topics x partitions x rf`` becomes
+    ``--topics x --partitions x --rf``), its remedies too (``layout='random'`` becomes ``--layout random``); any
+    other error as it is."""
+    if err.source != SOURCE:
+        return err
+    shown = re.sub(r"\w+", lambda m: FLAGS.get(m[0], m[0]), err.place)
+    message = _REMEDY.sub(lambda m: f"{FLAGS[m[1]]} {m[3]}" if m[1] in FLAGS else m[0], err.message)
+    return InputError(shown, "", message, err.value, has_value=err.has_value)
 
 
 def _make_folder(out: Path) -> Path:

@@ -35,6 +35,7 @@ from .planfile import pad_to
 
 ORDERS = ("largest", "smallest", "as-is")
 MAX_LISTED_WARNINGS = 10
+SOURCE = "split_plan"  # the source of its option errors; the place is the parameter's name
 
 
 # ---- the result -------------------------------------------------------------------------------------------
@@ -127,13 +128,14 @@ def _rows_state(final: ClusterState, rows: np.ndarray, reps: np.ndarray) -> Clus
 
 
 def check_options(max_moves_per_broker: int | None, max_bytes_per_batch: int | None, order: str) -> None:
-    """One-line InputErrors naming the flag for limits below 1 and an unknown order."""
+    """One-line InputErrors ``split_plan: PARAMETER: ...`` for limits below 1 and an unknown order (the command
+    line shows them under its flags)."""
     if max_moves_per_broker is not None and (not _is_int(max_moves_per_broker) or max_moves_per_broker < 1):
-        raise InputError("--max-moves-per-broker", "", "must be at least 1", max_moves_per_broker)
+        raise InputError(SOURCE, "max_moves_per_broker", "must be at least 1", max_moves_per_broker)
     if max_bytes_per_batch is not None and (not _is_int(max_bytes_per_batch) or max_bytes_per_batch < 1):
-        raise InputError("--max-bytes-per-batch", "", "must be at least 1", max_bytes_per_batch)
+        raise InputError(SOURCE, "max_bytes_per_batch", "must be at least 1", max_bytes_per_batch)
     if order not in ORDERS:
-        raise InputError("--order", "", f"unknown order (choose from {', '.join(ORDERS)})", order)
+        raise InputError(SOURCE, "order", f"unknown order (choose from {', '.join(ORDERS)})", order)
 
 
 def _is_int(x: object) -> bool:
@@ -401,8 +403,8 @@ def split_plan(
     copying = _in_other(new, old).any(axis=1)
     unknown = int(((current.size[changed] < 0) & copying).sum())
     if B is not None and not sizes_known and n_steps:
-        warnings.append("--max-bytes-per-batch: partition sizes are unknown (give --sizes), so every partition "
-                        "counts as 0 bytes and the byte limit does not split the plan")
+        warnings.append("max_bytes_per_batch: partition sizes are unknown (the current state has none), so every "
+                        "partition counts as 0 bytes and the byte limit does not split the plan")
     elif sizes_known and unknown:
         warnings.append(f"{unknown} of {int(copying.sum())} partitions that copy data have no size: they count as 0 bytes "
                         "(bytes and time estimates are low)")
@@ -415,9 +417,9 @@ def split_plan(
             if one_replica_per_partition and (steps.row == steps.row[s]).sum() > 1:
                 what += f" (step {int(steps.k[s]) + 1})"
             warnings.append(f"batch {int(batch[s]) + 1}: {what} copies {int(step_bytes[s])} bytes, more than "
-                            f"--max-bytes-per-batch {B}: it is in a batch of its own")
+                            f"max_bytes_per_batch {B}: it is in a batch of its own")
         if len(over) > MAX_LISTED_WARNINGS:
-            warnings.append(f"... and {len(over) - MAX_LISTED_WARNINGS} more steps above --max-bytes-per-batch, "
+            warnings.append(f"... and {len(over) - MAX_LISTED_WARNINGS} more steps above max_bytes_per_batch, "
                             "each in a batch of its own")
 
     return Batches(

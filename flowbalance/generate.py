@@ -28,6 +28,7 @@ from .errors import InputError
 from .model import Brokers, ClusterState
 
 LAYOUTS = ("random", "balanced")
+SOURCE = "generate_cluster"  # the source of its InputErrors; the place is the parameter's name
 # size limits, checked before anything is allocated (numpy would fail late, with a traceback, on 10^10 replicas)
 MAX_BROKERS = 100_000
 MAX_TOPICS = 1_000_000
@@ -54,7 +55,9 @@ def generate_cluster(
     seed: int = 0,
     rack_aware: bool = False,
 ) -> ClusterState:
-    """A synthetic cluster; bad values raise InputError naming the matching command-line flag."""
+    """A synthetic cluster; a bad value raises InputError ``generate_cluster: PARAMETER: ...`` (``place`` is the
+    parameter's name, or ``topics x partitions x rf`` for the replica limit; a remedy is written ``name=value``):
+    the command line shows its own flags."""
     lo, hi = _check(brokers, racks, topics, partitions, rf, skew, layout, size_mean_bytes, size_alpha,
                     first_broker_id, seed, rack_aware)
     rng = np.random.default_rng(seed)
@@ -103,51 +106,51 @@ def _is_int(v: object) -> bool:
 def _check(brokers, racks, topics, partitions, rf, skew, layout, size_mean_bytes, size_alpha,
            first_broker_id, seed, rack_aware) -> tuple[int, int]:
     if not _is_int(brokers) or not 1 <= brokers <= MAX_BROKERS:
-        raise InputError("--brokers", "", f"must be an integer from 1 to {MAX_BROKERS}", brokers)
+        raise InputError(SOURCE, "brokers", f"must be an integer from 1 to {MAX_BROKERS}", brokers)
     if not _is_int(racks) or racks < 0:
-        raise InputError("--racks", "", "must be a non-negative integer (0 = no racks)", racks)
+        raise InputError(SOURCE, "racks", "must be a non-negative integer (0 = no racks)", racks)
     if racks > brokers:
-        raise InputError("--racks", "", f"more racks than brokers ({brokers})", racks)
+        raise InputError(SOURCE, "racks", f"more racks than brokers ({brokers})", racks)
     if not _is_int(topics) or topics < 1:
-        raise InputError("--topics", "", "must be a positive integer", topics)
+        raise InputError(SOURCE, "topics", "must be a positive integer", topics)
     if _is_int(partitions):
         lo = hi = int(partitions)
     elif (isinstance(partitions, (tuple, list)) and len(partitions) == 2
           and all(_is_int(p) for p in partitions)):
         lo, hi = int(partitions[0]), int(partitions[1])
     else:
-        raise InputError("--partitions", "", "expected a count or a range LO-HI", partitions)
+        raise InputError(SOURCE, "partitions", "expected a count or a range LO-HI", partitions)
     if lo < 1 or hi < lo:
-        raise InputError("--partitions", "", "counts must be positive, and LO <= HI for a range", partitions)
+        raise InputError(SOURCE, "partitions", "counts must be positive, and LO <= HI for a range", partitions)
     if not _is_int(rf) or rf < 1:
-        raise InputError("--rf", "", "the replication factor must be at least 1", rf)
+        raise InputError(SOURCE, "rf", "the replication factor must be at least 1", rf)
     if rf > brokers:
-        raise InputError("--rf", "", f"the replication factor is above the number of brokers ({brokers})", rf)
+        raise InputError(SOURCE, "rf", f"the replication factor is above the number of brokers ({brokers})", rf)
     _check_replicas(topics, lo, hi, rf)
     if topics > MAX_TOPICS:
-        raise InputError("--topics", "", f"must be at most {MAX_TOPICS:,}", topics)
+        raise InputError(SOURCE, "topics", f"must be at most {MAX_TOPICS:,}", topics)
     if layout not in LAYOUTS:
-        raise InputError("--layout", "", f"unknown layout (choose from {', '.join(LAYOUTS)})", layout)
+        raise InputError(SOURCE, "layout", f"unknown layout (choose from {', '.join(LAYOUTS)})", layout)
     if isinstance(skew, bool) or not isinstance(skew, (int, float, np.floating, np.integer)) \
             or not math.isfinite(skew) or not 0 <= skew <= MAX_SKEW:
-        raise InputError("--skew", "", f"must be a number from 0 to {MAX_SKEW:g}", skew)
+        raise InputError(SOURCE, "skew", f"must be a number from 0 to {MAX_SKEW:g}", skew)
     if skew > 0 and layout != "random":
-        raise InputError("--skew", "", "only the random layout can be skewed (use --layout random)", skew)
+        raise InputError(SOURCE, "skew", "only the random layout can be skewed (use layout='random')", skew)
     if rack_aware:
         if racks == 0:
-            raise InputError("--rack-aware", "", "needs racks (--racks K)")
+            raise InputError(SOURCE, "rack_aware", "needs racks (racks=K)")
         if rf > racks:
-            raise InputError("--rack-aware", "", f"the replication factor {rf} is above the number of racks ({racks})",
-                             rf)
+            raise InputError(SOURCE, "rack_aware",
+                             f"the replication factor {rf} is above the number of racks ({racks})", rf)
     if not _is_int(size_mean_bytes) or size_mean_bytes < 1:
-        raise InputError("--size-mean-bytes", "", "must be a positive integer", size_mean_bytes)
+        raise InputError(SOURCE, "size_mean_bytes", "must be a positive integer", size_mean_bytes)
     if isinstance(size_alpha, bool) or not isinstance(size_alpha, (int, float, np.floating, np.integer)) \
             or not math.isfinite(size_alpha) or size_alpha <= 1:
-        raise InputError("--size-alpha", "", "the Pareto shape must be above 1 (so the mean is finite)", size_alpha)
+        raise InputError(SOURCE, "size_alpha", "the Pareto shape must be above 1 (so the mean is finite)", size_alpha)
     if not _is_int(first_broker_id) or first_broker_id < 0 or first_broker_id + brokers - 1 >= 2**31:
-        raise InputError("--first-broker-id", "", "broker ids must stay within 0 .. 2147483647", first_broker_id)
+        raise InputError(SOURCE, "first_broker_id", "broker ids must stay within 0 .. 2147483647", first_broker_id)
     if not _is_int(seed) or seed < 0:
-        raise InputError("--seed", "", "must be a non-negative integer", seed)
+        raise InputError(SOURCE, "seed", "must be a non-negative integer", seed)
     return lo, hi
 
 
@@ -156,7 +159,7 @@ def _check_replicas(topics: int, lo: int, hi: int, rf: int) -> None:
     most = topics * hi * rf
     if most > MAX_REPLICAS:
         parts = f"{hi:,}" if lo == hi else f"up to {hi:,}"
-        raise InputError("--topics x --partitions x --rf", "",
+        raise InputError(SOURCE, "topics x partitions x rf",
                          f"{topics:,} x {parts} x {rf:,} = {most:,} replicas, above the limit of {MAX_REPLICAS:,}")
 
 

@@ -153,20 +153,21 @@ def _with_sizes(state: ClusterState, ld: LogDirs, warnings: list[str]) -> Cluste
     return replace(state, size=size, log_dirs=ld.dirs)
 
 
-def parse_broker_ids(text: str, flag: str) -> list[int]:
-    """Parse a flag value like ``19`` or ``3,4,5`` into broker ids."""
+def parse_broker_ids(text: str, name: str) -> list[int]:
+    """Parse a list like ``19`` or ``3,4,5`` into broker ids; errors are under ``name``, the caller's name for the
+    list (the command line passes its flag, the library a parameter or field)."""
     out = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
         if not part.isdigit():
-            raise InputError(flag, "", "broker ids must be non-negative integers separated by commas", text)
+            raise InputError(name, "", "broker ids must be non-negative integers separated by commas", text)
         out.append(int(part))
     if not out:
-        raise InputError(flag, "", "no broker ids given", text)
+        raise InputError(name, "", "no broker ids given", text)
     if len(set(out)) != len(out):
-        raise InputError(flag, "", "a broker id is listed twice", text)
+        raise InputError(name, "", "a broker id is listed twice", text)
     return out
 
 

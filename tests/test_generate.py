@@ -318,31 +318,32 @@ def test_dump_json_escapes_topic_names():
 GOOD = dict(brokers=6, racks=0, topics=3, partitions=4, rf=3)
 
 
-@pytest.mark.parametrize("change,flag", [
-    (dict(brokers=0), "--brokers"),
-    (dict(brokers=100_001), "--brokers"),
-    (dict(rf=7), "--rf"),
-    (dict(rf=0), "--rf"),
-    (dict(racks=-1), "--racks"),
-    (dict(racks=7), "--racks"),
-    (dict(rack_aware=True), "--rack-aware"),
-    (dict(racks=2, rack_aware=True), "--rack-aware"),
-    (dict(topics=0), "--topics"),
-    (dict(partitions=0), "--partitions"),
-    (dict(partitions=(5, 2)), "--partitions"),
-    (dict(partitions=(0, 2)), "--partitions"),
-    (dict(partitions="4"), "--partitions"),
-    (dict(skew=-0.5), "--skew"),
-    (dict(skew=float("nan")), "--skew"),
-    (dict(skew=0.5, layout="balanced"), "--skew"),
-    (dict(layout="zigzag"), "--layout"),
-    (dict(size_alpha=1.0), "--size-alpha"),
-    (dict(first_broker_id=-1), "--first-broker-id"),
-    (dict(first_broker_id=2**31 - 3), "--first-broker-id"),
-    (dict(seed=-1), "--seed"),
+@pytest.mark.parametrize("change,param", [
+    (dict(brokers=0), "brokers"),
+    (dict(brokers=100_001), "brokers"),
+    (dict(rf=7), "rf"),
+    (dict(rf=0), "rf"),
+    (dict(racks=-1), "racks"),
+    (dict(racks=7), "racks"),
+    (dict(rack_aware=True), "rack_aware"),
+    (dict(racks=2, rack_aware=True), "rack_aware"),
+    (dict(topics=0), "topics"),
+    (dict(partitions=0), "partitions"),
+    (dict(partitions=(5, 2)), "partitions"),
+    (dict(partitions=(0, 2)), "partitions"),
+    (dict(partitions="4"), "partitions"),
+    (dict(skew=-0.5), "skew"),
+    (dict(skew=float("nan")), "skew"),
+    (dict(skew=0.5, layout="balanced"), "skew"),
+    (dict(layout="zigzag"), "layout"),
+    (dict(size_alpha=1.0), "size_alpha"),
+    (dict(first_broker_id=-1), "first_broker_id"),
+    (dict(first_broker_id=2**31 - 3), "first_broker_id"),
+    (dict(seed=-1), "seed"),
 ])
-def test_bad_values_raise_input_error(change, flag):
+def test_bad_values_raise_input_error_naming_the_parameter(change, param):
     with pytest.raises(InputError) as err:
         generate_cluster(**{**GOOD, **change})
-    assert err.value.source == flag
-    assert str(err.value).startswith(flag + ": ")
+    assert (err.value.source, err.value.place) == ("generate_cluster", param)
+    assert str(err.value).startswith(f"generate_cluster: {param}: ")
+    assert "--" not in str(err.value)  # the library names parameters, never the command line's flags

@@ -24,6 +24,7 @@ from .weights import as_sizes, partition_weights
 INPUTS = ("auto", "dumps", "parquet", "csv")
 SIZES_FROM_METRICS = ("none", "fill", "replace")
 LOG_NAME = "spark.log"  # in OUT: the JVM's stdout and stderr when the session is started here
+SOURCE = "run_fleet"  # the source of its option errors; the place is the parameter's name
 
 
 @dataclass
@@ -53,7 +54,7 @@ def _no_progress(stage: str, done: int, total: int) -> None:
 
 
 def detect_input(snapshot: str) -> str:
-    """Tables when a local snapshot holds a replicas table, dumps otherwise (non-local URIs need --input)."""
+    """Tables when a local snapshot holds a replicas table, dumps otherwise (non-local URIs need ``input_format``)."""
     if "://" in snapshot and not snapshot.startswith("file://"):
         return "dumps"
     root = Path(snapshot.removeprefix("file://"))
@@ -68,20 +69,21 @@ def detect_input(snapshot: str) -> str:
 
 def _check_options(out: str, input_format: str, metric: str, quantile: float, window_days: float,
                    sizes_from_metrics: str) -> None:
-    """Bad flags are InputErrors before Spark starts."""
+    """Bad options are InputErrors ``run_fleet: PARAMETER: ...`` before Spark starts (the command line shows them
+    under its flags)."""
     if input_format not in INPUTS:
-        raise InputError("--input", "", f"unknown input (choose from {', '.join(INPUTS)})", input_format)
+        raise InputError(SOURCE, "input_format", f"unknown input (choose from {', '.join(INPUTS)})", input_format)
     if sizes_from_metrics not in SIZES_FROM_METRICS:
-        raise InputError("--sizes-from-metrics", "", f"choose from {', '.join(SIZES_FROM_METRICS)}",
+        raise InputError(SOURCE, "sizes_from_metrics", f"choose from {', '.join(SIZES_FROM_METRICS)}",
                          sizes_from_metrics)
     if metric not in ("bytes_in", "bytes_out"):
-        raise InputError("--metric", "", "choose from bytes_in, bytes_out", metric)
+        raise InputError(SOURCE, "metric", "choose from bytes_in, bytes_out", metric)
     if not 0.0 <= quantile <= 1.0:
-        raise InputError("--quantile", "", "must be within 0 .. 1", quantile)
+        raise InputError(SOURCE, "quantile", "must be within 0 .. 1", quantile)
     if window_days <= 0:
-        raise InputError("--window-days", "", "must be above 0", window_days)
+        raise InputError(SOURCE, "window_days", "must be above 0", window_days)
     if os.path.exists(out) and not os.path.isdir(out):
-        raise InputError("-o", "", "exists and is not a folder", out)
+        raise InputError(SOURCE, "out", "exists and is not a folder", out)
 
 
 def _log_path(out: str) -> str:
@@ -90,10 +92,10 @@ def _log_path(out: str) -> str:
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise InputError("-o", "", f"cannot create the folder: {err.strerror or err}", out) from None
+        raise InputError(SOURCE, "out", f"cannot create the folder: {err.strerror or err}", out) from None
     log = root / LOG_NAME
     if not log.resolve().is_relative_to(root.resolve()):
-        raise InputError("-o", "", f"{LOG_NAME} resolves outside the output folder", str(log.resolve()))
+        raise InputError(SOURCE, "out", f"{LOG_NAME} resolves outside the output folder", str(log.resolve()))
     return str(log)
 
 
@@ -164,7 +166,7 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
         report("weights", len(names), len(names))
         seconds["weights"] = time.perf_counter() - t
     elif sizes_from_metrics != "none":
-        raise InputError("--sizes-from-metrics", "", "needs a metrics table in the snapshot", sizes_from_metrics)
+        raise InputError(SOURCE, "sizes_from_metrics", "needs a metrics table in the snapshot", sizes_from_metrics)
 
     t = time.perf_counter()
     report("health", 0, len(names))
