@@ -18,7 +18,7 @@ try:  # Ctrl-C while the command line loads (numpy, typer, ...): one line, not a
 
     from flowbalance import __version__
     from flowbalance.errors import InputError, PlanningError, RequestError
-    from flowbalance.request import FLAGS
+    from .options import CLI_FLAGS
     from flowbalance.verify import PlanVerificationError
     from flowbalance.formats.writers import remove_pending
 
@@ -127,10 +127,10 @@ def _run(argv: list[str] | None) -> int:
         return _exit(_interrupted("interrupted", 130))
     except Terminated:
         return _exit(_interrupted("terminated", 143))
-    except RequestError as err:
-        return _exit(_fail(err.as_flags(FLAGS).line()))  # the library names fields; the user typed flags
+    except RequestError as err:  # the library names fields and parameters; the user typed flags
+        return _exit(_fail(err.as_flags(CLI_FLAGS).line(CLI_FLAGS)))
     except InputError as err:
-        return _exit(_fail(err.line()))
+        return _exit(_fail(err.line(CLI_FLAGS)))
     except PlanningError as err:
         return _exit(_fail(str(err)))
     except PlanVerificationError as err:

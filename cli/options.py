@@ -6,6 +6,8 @@ from typing import Optional
 
 import typer
 
+from flowbalance.request import FLAGS
+
 Current = typer.Argument(..., help="Current assignment: reassignment JSON, --generate output or kafka-topics --describe text.",
                          show_default=False)
 BrokersOpt = typer.Option(None, "--brokers", help="Broker file: JSON or CSV id,rack[,weight][,capacity_bytes].")
@@ -46,3 +48,5 @@ DiskToleranceOpt = typer.Option(1.05, "--disk-tolerance",
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (files are still written).")
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the time of each step and the solver notes.")
 STATUS_FLAGS = {"from_target": "--from-target", "move_unhealthy": "--move-unhealthy"}  # plan_input names them in messages
+# every library parameter or request field the command line sets, with its flag (errors are shown with these)
+CLI_FLAGS = {**FLAGS, **STATUS_FLAGS, "fmt": "--format", "disable_rack_aware": "--disable-rack-aware"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, RequestError
 from .formats.brokerfile import read_broker_file
 from .formats.describe import read_describe
 from .formats.detect import ASSIGNMENT_FORMATS, detect_assignment_format
@@ -47,7 +47,8 @@ def read_text(path: str | os.PathLike) -> str:
 
 def read_assignment(text: str, source: str, fmt: str | None = None) -> RawAssignment:
     if fmt is not None and fmt not in ASSIGNMENT_FORMATS:
-        raise InputError("--format", "", f"unknown format (choose from {', '.join(ASSIGNMENT_FORMATS)})", fmt)
+        raise RequestError("fmt", f"unknown format (choose from {', '.join(ASSIGNMENT_FORMATS)})", fmt,
+                           source="load_cluster")
     kind = fmt or detect_assignment_format(text, source)
     if kind == "json":
         return read_reassignment_json(text, source)
@@ -134,7 +135,8 @@ def _check_racks(table: Brokers, bsrc: str | None, disable_rack_aware: bool) -> 
         missing = int(table.ids[~has][0])
         raise InputError(
             bsrc or "brokers", f"broker {missing}",
-            "has no rack while other brokers have one (as Kafka does, this needs --disable-rack-aware, which ignores racks)",
+            "has no rack while other brokers have one (as Kafka does, this needs racks ignored)",
+            remedy=("disable_rack_aware", None),
         )
     return table
 

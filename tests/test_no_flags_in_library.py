@@ -31,14 +31,7 @@ KAFKA_TOOL_FLAGS = re.compile(r"kafka-[a-z-]+(?: --[a-z][a-z-]*)+")  # "kafka-to
 
 # Flags still named in library messages whose modules (and whose command-line callers) belong to others' work in
 # progress: each entry must still be found (so the list only shrinks), and nothing else may be.
-PENDING = {
-    ("load.py", "--format"),  # read_assignment's fmt; shown by cli/plan, check, report, compare
-    ("load.py", "--disable-rack-aware"),  # _check_racks' remedy
-    ("formats/detect.py", "--format"),  # "use --format to force one"
-    ("templates/place.py", "--strategy"),  # place_templates' remedy; its "(--no-per-topic)" is built before the
-    # raise, in a variable, where this scan does not look
-    ("stages/replicas.py", "--topics"),  # "plan fewer topics at a time (--topics)"
-}
+PENDING: set[tuple[str, str]] = set()  # every library message names parameters now
 
 
 def _is_message_site(node: ast.AST) -> bool:

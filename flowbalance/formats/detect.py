@@ -1,4 +1,4 @@
-"""Detects an input file's format from its content (``--format`` forces one)."""
+"""Detects an input file's format from its content (the ``fmt`` parameter, ``--format``, forces one)."""
 from __future__ import annotations
 
 import re
@@ -25,5 +25,5 @@ def detect_assignment_format(text: str, source: str) -> str:
     first = head.splitlines()[0][:60] if head else ""
     raise InputError(
         source, "", "unknown format: expected reassignment JSON, kafka-reassign-partitions --generate output "
-        "or kafka-topics --describe text (use --format to force one)", first,
+        "or kafka-topics --describe text; a format can be forced", first, remedy=("fmt", None),
     )

@@ -64,7 +64,7 @@ def balance_replicas(
     if int(movable.sum()) * live > _KEEP_ARCS:
         raise PlanningError(
             f"the pooled optimum ({pooled.moves} moves) could not be realized and the full network would need "
-            f"{int(movable.sum()) * live:,} arcs; plan fewer topics at a time (--topics) and report this case")
+            f"{int(movable.sum()) * live:,} arcs; plan fewer topics at a time (a topic scope) and report this case")
     res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
                        count_targets=count_targets)
     res.flow_bound = pooled.moves

@@ -59,16 +59,16 @@ def place_by_templates(state: ClusterState, target_rf: np.ndarray, movable: np.n
         k = int(target_rf[rows[0]])
         if len(rows) > TOPIC_LIMIT:
             what = (f"topic {state.topics[state.topic[rows[0]]]} has" if per_topic else
-                    f"the cluster-wide matching (--no-per-topic) of RF {k} has")
+                    f"the cluster-wide matching (per-topic balance off) of RF {k} has")
             raise PlanningError(
                 f"{what} {len(rows):,} partitions; the template strategy matches groups of up to {TOPIC_LIMIT:,} "
-                f"partitions (use --strategy flow)")
+                f"partitions (use the flow strategy)")
         try:
             tmpl = seq.take(k, len(rows))
         except NoValidTemplate:
             raise PlanningError(
                 f"the template strategy found too few rack-valid templates for RF {k} on these racks "
-                f"({_rack_sizes(b)} live brokers per rack); use --strategy flow") from None
+                f"({_rack_sizes(b)} live brokers per rack); use the flow strategy") from None
         c = cur[rows]
         pick, exact = match(c, tmpl, dense_limit=dense_limit)
         chosen = tmpl[pick]
