@@ -15,7 +15,7 @@ class InputError(Exception):
         self.message = message
         self.value = value
         self.has_value = (value is not None) if has_value is None else has_value
-        self.remedy = remedy  # (parameter, value or None): the option that would accept this input
+        self.remedy = remedy  # (parameter, value or None for any value): the option that would accept this input
         super().__init__(self.line())
 
     def line(self, flags: dict[str, str] | None = None) -> str:
@@ -35,8 +35,8 @@ class InputError(Exception):
 def _remedy_text(remedy: tuple[str, object], flags: dict[str, str] | None) -> str:
     name, value = remedy
     if flags is not None and name in flags:
-        return f"use {flags[name]}" + (f" {value}" if value is not None else "")
-    return f"set {name}=" + (repr(value) if value is not None else "True")
+        return f"use {flags[name]}" + ("" if value is None or value is True else f" {value}")
+    return f"set {name}" + ("" if value is None else f"={value!r}")
 
 
 class PlanningError(Exception):

@@ -136,7 +136,7 @@ def _check_racks(table: Brokers, bsrc: str | None, disable_rack_aware: bool) -> 
         raise InputError(
             bsrc or "brokers", f"broker {missing}",
             "has no rack while other brokers have one (as Kafka does, this needs racks ignored)",
-            remedy=("disable_rack_aware", None),
+            remedy=("disable_rack_aware", True),
         )
     return table
 
