@@ -64,3 +64,13 @@ def test_readme_library_example_runs_and_prints_what_it_says(capsys, monkeypatch
     printed = capsys.readouterr().out.splitlines()
     said = [m.group(1) for m in re.finditer(r"^print\(.*\)\s+# (.*)$", code, flags=re.M)]
     assert said and printed == said
+
+
+def test_every_package_is_in_pyproject():
+    """A wheel holds only the packages pyproject.toml lists: every folder with an __init__.py must be there."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "flowbalance").rglob("__init__.py")}
+    found |= {"flowbalance_cli"} if (ROOT / "cli" / "__init__.py").exists() else set()
+    assert found <= listed, sorted(found - listed)
