@@ -175,10 +175,6 @@ def test_replica_counts_meets_the_targets_with_the_fewest_moves(state, data):
     assert [inv.name for inv in out.establishes] == ["count targets"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: racks r0={10,13}, r1={11}, r2={12}, remove 12, equal weights, 7 partitions of one topic: stage 1 leaves "
-    "broker 10 at 5 replicas (target 4, the rack total shared within r0) though a 4-move assignment meets every "
-    "target"))
 def test_replica_counts_meets_reachable_targets_after_removing_a_racks_only_broker():
     brokers = Brokers.build([10, 11, 12, 13], ["r0", "r1", "r2", "r0"])
     rows = [[10, 13, -1], [11, 12, -1], [11, 10, -1], [10, 11, -1], [11, 10, -1], [10, 11, -1], [11, 10, 12]]

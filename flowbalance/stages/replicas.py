@@ -20,7 +20,8 @@ from ..model import PAD, ClusterState
 from ..racks import rack_bounds
 from ..targets import intervals
 from .pooled import balance_pooled
-from .common import COST_BOUND, StageInput, apply_changes, membership, pair_counts, penalties, share_intervals
+from .common import (COST_BOUND, StageInput, apply_changes, membership, pair_counts, penalties,
+                     rack_forced_intervals, share_intervals)
 
 
 # the full keep network is the fallback only up to this many candidate arcs (about 2 GiB in the solver)
@@ -111,6 +112,11 @@ def balance_keep(
     rnode = net.nodes(Pm * K) if use_racks else None
     topics_m, tpos_of = np.unique(state.topic[mov], return_inverse=True) if Pm else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     Tm = len(topics_m)
+    # the rack rule fixes every rack's total: the targets are shares within each rack (as in the pooled network)
+    forced = (rack_forced_intervals(b, live_idx, rack_of_live, K, trf[mov], fixed_c, tpos_of if per_topic else None,
+                                    Tm) if (use_racks and count_targets and Pm) else None)
+    if forced is not None:
+        lo, hi = forced[0], forced[1]
     tnode = net.nodes(Tm * NL) if per_topic else None
     bnode = net.nodes(NL)
     sink = int(net.nodes(1)[0])
@@ -181,7 +187,7 @@ def balance_keep(
     # (topic, broker) -> broker: per-topic soft intervals
     if per_topic and Tm:
         rt = np.bincount(tpos_of, weights=trf[mov], minlength=Tm).astype(np.int64)
-        tlo, thi = share_intervals(rt, b.weight[live_idx])
+        tlo, thi = share_intervals(rt, b.weight[live_idx]) if forced is None else (forced[2], forced[3])
         if sized is not None:
             asub = achieved.replica_index[mov]
             ar, ac = np.nonzero(asub >= 0)
