@@ -30,7 +30,7 @@ from typing import Iterator
 import numpy as np
 
 from .errors import InputError, PlanningError
-from .model import PAD, ClusterState, _trim
+from .model import PAD, ClusterState, trim_padding
 from .planfile import pad_to
 
 ORDERS = ("largest", "smallest", "as-is")
@@ -120,7 +120,7 @@ def _rows_state(final: ClusterState, rows: np.ndarray, reps: np.ndarray) -> Clus
     mat = np.asarray(reps, dtype=np.int32)
     if mat.ndim != 2 or mat.shape[1] == 0:
         mat = np.full((len(rows), 1), PAD, dtype=np.int32)
-    return replace(final, topic=final.topic[rows], partition=final.partition[rows], replicas=_trim(mat),
+    return replace(final, topic=final.topic[rows], partition=final.partition[rows], replicas=trim_padding(mat),
                    size=final.size[rows])
 
 

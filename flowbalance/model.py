@@ -182,7 +182,7 @@ class ClusterState:
             topics=tuple(str(t) for t in topics),
             topic=topic_idx[order].astype(np.int32),
             partition=part[order].astype(np.int32),
-            replicas=_trim(reps[order]),
+            replicas=trim_padding(reps[order]),
             size=sz[order],
             had_log_dirs=had_log_dirs,
             log_dirs=dict(log_dirs or {}),
@@ -252,13 +252,13 @@ class ClusterState:
 
     def with_replicas(self, replicas: np.ndarray) -> "ClusterState":
         """The same partitions with new replica lists (rows in the same order)."""
-        return replace(self, replicas=_trim(np.asarray(replicas, dtype=np.int32)))
+        return replace(self, replicas=trim_padding(np.asarray(replicas, dtype=np.int32)))
 
     def with_brokers(self, brokers: Brokers) -> "ClusterState":
         return replace(self, brokers=brokers)
 
 
-def _trim(reps: np.ndarray) -> np.ndarray:
+def trim_padding(reps: np.ndarray) -> np.ndarray:
     """Drop all-padding columns on the right, keep at least one column."""
     if reps.shape[1] == 0:
         return reps
