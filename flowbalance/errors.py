@@ -47,7 +47,7 @@ class RequestError(InputError):
     """Bad value in a plan request (``PlanRequest``): names the request field(s), never a command-line flag.
 
     The command line shows it under the flag that set the field (``relabel``), the fleet under
-    ``fleet.json: clusters.NAME: field``; the library's own line is ``request: field: message (got value)``."""
+    ``fleet.json: clusters.NAME.field``; the library's own line is ``request: field: message (got value)``."""
 
     def __init__(self, fields: str | tuple[str, ...], message: str, value: object = None, *,
                  has_value: bool | None = None, source: str = "request", remedy: tuple[str, object] | None = None):
@@ -55,8 +55,8 @@ class RequestError(InputError):
         super().__init__(source, "/".join(self.fields), message, value, has_value=has_value, remedy=remedy)
 
     def under(self, source: str) -> InputError:
-        """The same error under another source, the fields as the place (``fleet.json: clusters.NAME``)."""
-        return InputError(source, self.place, self.message, self.value, has_value=self.has_value, remedy=self.remedy)
+        """The same error at a path under another source: ``fleet.json: clusters.NAME`` → ``...NAME.field``."""
+        return InputError(f"{source}.{self.place}", "", self.message, self.value, has_value=self.has_value, remedy=self.remedy)
 
     def as_flags(self, flags: dict[str, str]) -> InputError:
         """The same error named by the flags that set its fields (the command line)."""

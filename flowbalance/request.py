@@ -112,14 +112,15 @@ class PlanRequest:
 
         ``remove``/``add``: [ids] or "3,4"; ``replace``: {"7": 31} or "7:31"; ``replication_factor``: int;
         ``topic_rf``: {"topic": n}; ``topics``/``exclude_topics``: regex; ``per_topic``: bool; ``strategy``,
-        ``objective``, ``balance``: text; ``disk_tolerance``: number. Keys of ``INPUT_KEYS`` are ignored here."""
+        ``objective``, ``balance``: text; ``disk_tolerance``: number. Keys of ``INPUT_KEYS`` are ignored here.
+        Errors name the key's path: ``fleet.json: clusters.NAME.remove: ...``."""
         known = {f.name for f in fields(cls)} - {"stages"}
         unknown = sorted(set(entry) - known - set(INPUT_KEYS))
         if unknown:
-            raise InputError(source, unknown[0], f"unknown key (choose from {', '.join(sorted(known) + list(INPUT_KEYS))})")
+            raise InputError(f"{source}.{unknown[0]}", "", f"unknown key (choose from {', '.join(sorted(known) + list(INPUT_KEYS))})")
         for key in ("from_target", "move_unhealthy", "disable_rack_aware"):
             if type(entry.get(key, False)) is not bool:
-                raise InputError(source, key, "expected true or false", entry[key])
+                raise InputError(f"{source}.{key}", "", "expected true or false", entry[key])
         try:
             values = {k: _from_json_value(k, v) for k, v in entry.items() if k in known and v is not None}
             return cls(**values).validate()

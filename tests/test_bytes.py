@@ -230,7 +230,7 @@ def test_fleet_entries_take_the_bytes_options():
     from flowbalance.request import PlanRequest
     req = PlanRequest.from_json({"balance": "count+bytes", "objective": "bytes", "disk_tolerance": 1.1}, "fleet.json: c")
     assert (req.balance, req.objective, req.disk_tolerance) == ("count+bytes", "bytes", 1.1)
-    with pytest.raises(InputError, match="^fleet.json: c: disk_tolerance: expected a number"):
+    with pytest.raises(InputError, match="^fleet.json: c.disk_tolerance: expected a number"):
         PlanRequest.from_json({"disk_tolerance": "high"}, "fleet.json: c")
     st0 = generate_cluster(brokers=6, topics=8, partitions=(6, 12), rf=3, skew=0.5, sizes=True, seed=3)
     p = plan(st0, req)

@@ -26,7 +26,7 @@ FILES = {"describe.txt": DESCRIBE, "brokers.csv": "id\n1\n2\n3\n4\n5\n"}
 def test_fleet_request_errors_name_the_field(entry, field, words):
     reason, row = _fleet_round_trip(FILES, entry)
     reason = reason if reason is not None else row["reason"]
-    assert reason is not None and reason.startswith(f"fleet.json: clusters.c1: {field}: "), reason
+    assert reason is not None and reason.startswith(f"fleet.json: clusters.c1.{field}: "), reason
     assert words in reason and "--" not in reason, reason
 
 
@@ -35,7 +35,7 @@ def test_fleet_json_values_build_the_request_directly():
                                    "fleet.json: clusters.x")
     assert (req.remove, req.replacements, req.topic_rfs, req.per_topic) == ((3, 4), {7: 31}, {"a": 2}, False)
     assert req == fb.PlanRequest(remove=(3, 4), replace={7: 31}, topic_rf={"a": 2}, per_topic=False)
-    with pytest.raises(fb.InputError, match=r"^fleet.json: clusters.x: bogus: unknown key"):
+    with pytest.raises(fb.InputError, match=r"^fleet.json: clusters.x.bogus: unknown key"):
         fb.PlanRequest.from_json({"bogus": 1}, "fleet.json: clusters.x")
 
 

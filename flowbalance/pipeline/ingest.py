@@ -126,7 +126,7 @@ def parse_cluster(pdf: pd.DataFrame, requests: dict[str, dict]) -> pd.DataFrame:
                            move_unhealthy=bool(req.get("move_unhealthy", False)))
         state = given.state
         if request.remove:
-            state = mark_removed(state, list(request.remove), f"fleet.json: clusters.{cluster}: remove")
+            state = mark_removed(state, list(request.remove), f"fleet.json: clusters.{cluster}.remove")
     except InputError as err:
         return _error(cluster, "ingest", err.line())
     except Exception as err:  # noqa: BLE001 - a bad cluster must not stop the fleet
