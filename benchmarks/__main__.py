@@ -3,7 +3,7 @@
     python -m benchmarks [load|scale|scenarios|strategies|bytes|fleet|all] [--out DIR] [--only CASE] [--quick]
 
 ``load``: generate a 1,000,000-replica cluster (1,000 brokers, RF 3) with ``flowbalance generate``, then time
-reading it (stdlib json vs orjson) and computing every metric. ``scale``: the planner on five clusters up to
+reading it (stdlib json vs orjson) and computing every metric. ``scale``: the planner on seven clusters up to
 1,000,000 replicas, each in its own process (see ``benchmarks/scale.py``). ``scenarios``: the planner on the cases of issue 3. ``strategies``: flow vs template on 6 to 48 brokers
 (see ``benchmarks/strategies.py``). ``bytes``: the five bytes / disk-balance modes on clusters with heavy-tailed
 partition sizes (``benchmarks/bytes.py``; ``--quick`` runs only the smallest cluster). ``fleet``: the Spark pipeline on 200 clusters, 2M replicas and 10M metric rows
@@ -98,6 +98,24 @@ def scenarios():
         ("40-broker Wix-like skew (~150k replicas)", wix, {}),
         ("3 racks of 10 brokers + 1 new broker per rack", racks_new, {}),
         ("RF 2 -> 3 for 5 of 20 topics", rf2, dict(replication_factor={f"topic-{i:04d}": 3 for i in range(5)})),
+        *kafka_scenarios(),
+    ]
+
+
+def kafka_scenarios():
+    """Clusters placed by Kafka's own assignment (``layout="kafka"``), some grown in waves (``history``)."""
+    kafka40 = _state(brokers=40, topics=40, partitions=(10, 80), rf=2, layout="kafka", seed=13)
+    return [
+        ("add 1 broker to a Kafka-placed 12-broker cluster (50 topics, RF 3)",
+         _state(brokers=12, topics=50, partitions=(4, 24), rf=3, layout="kafka", seed=3), dict(add=[12])),
+        ("Kafka-placed 40 brokers, 3 racks, grown in 4 waves",
+         _state(brokers=40, racks=3, rack_aware=True, topics=300, partitions=(3, 60), rf=3, layout="kafka",
+                history=4, seed=4), {}),
+        ("remove 2 of 100 Kafka-placed brokers, 3 racks",
+         _state(brokers=100, racks=3, rack_aware=True, topics=400, partitions=(6, 120), rf=3, layout="kafka",
+                seed=12), dict(remove=[98, 99])),
+        ("RF 2 -> 3 for 10 of 40 topics, Kafka-placed 40 brokers", kafka40,
+         dict(replication_factor={f"topic-{i:04d}": 3 for i in range(10)})),
     ]
 
 

@@ -1,4 +1,4 @@
-"""Scale benchmark: five clusters, each planned in its own process so that peak memory is that case's alone.
+"""Scale benchmark: seven clusters, each planned in its own process so that peak memory is that case's alone.
 
     python -m benchmarks scale [--out DIR] [--only NAME]
 
@@ -35,6 +35,14 @@ CASES = {
     "wix-40-brokers": (
         ["--brokers", "40", "--topics", "500", "--partitions", "60-140", "--rf", "3", "--skew", "0.12",
          "--seed", "7"], {}, []),
+    # placed by Kafka's own assignment: add 2 % more brokers (issue 16's example), and a cluster grown in 4 waves
+    "kafka-add-20-to-1000": (
+        ["--brokers", "1000", "--topics", "1000", "--partitions", "333-334", "--rf", "3", "--layout", "kafka",
+         "--seed", "1"],
+        {"add": list(range(1000, 1020))}, ["--add", ",".join(str(i) for i in range(1000, 1020))]),
+    "kafka-history-1000-in-3-racks": (
+        ["--brokers", "1000", "--racks", "3", "--rack-aware", "--layout", "kafka", "--history", "4", "--topics",
+         "1000", "--partitions", "333-334", "--rf", "3", "--seed", "1"], {}, []),
 }
 HEADLINE = "add-10-to-990"
 

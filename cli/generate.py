@@ -28,7 +28,7 @@ FORMAT_FILES = {
 FLAGS = {
     "brokers": "--brokers", "racks": "--racks", "topics": "--topics", "partitions": "--partitions", "rf": "--rf",
     "skew": "--skew", "layout": "--layout", "rack_aware": "--rack-aware", "seed": "--seed",
-    "first_broker_id": "--first-broker-id",
+    "first_broker_id": "--first-broker-id", "history": "--history",
 }
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
@@ -76,9 +76,15 @@ def generate(
     partitions: Annotated[str, typer.Option("--partitions", help="Partitions per topic: P, or LO-HI for uniform random.")] = "12",
     rf: Annotated[Optional[int], typer.Option("--rf", help="Replication factor (default: 3, or the broker count if smaller).")] = None,
     skew: Annotated[float, typer.Option("--skew", help="Load skew of the random layout: lognormal sigma of broker factors (0 = uniform).")] = 0.0,
-    layout: Annotated[str, typer.Option("--layout", help="random or balanced (round-robin, every count within 1).")] = "random",
+    layout: Annotated[str, typer.Option("--layout", help="random; balanced (round-robin, every count within 1); or kafka "
+                                                         "(Kafka's own assignment of a new topic, a random start and "
+                                                         "replica shift per topic; rack-aware with --rack-aware).")] = "random",
     sizes: Annotated[bool, typer.Option("--sizes/--no-sizes", help="Give partitions heavy-tailed (Pareto) sizes, about 1 GiB mean.")] = False,
-    rack_aware: Annotated[bool, typer.Option("--rack-aware", help="Put each partition's replicas in distinct racks (needs RF <= racks).")] = False,
+    rack_aware: Annotated[bool, typer.Option("--rack-aware", help="Put each partition's replicas in distinct racks (needs RF <= racks; "
+                                                                  "with --layout kafka RF may exceed the racks: each rack gets one before any gets two, as in Kafka).")] = False,
+    history: Annotated[int, typer.Option("--history", help="Grow the cluster in K waves (0 = off): brokers join in K equal groups by id, "
+                                                           "topics are created in K equal groups in name order, each placed on the brokers "
+                                                           "that existed then (older topics on the first brokers; the first group needs RF brokers).")] = 0,
     seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same files.")] = 0,
     first_broker_id: Annotated[int, typer.Option("--first-broker-id", help="Id of the first broker; ids are consecutive.")] = 0,
     formats: Annotated[str, typer.Option("--formats", help=f"Files to write, comma list of: {', '.join(f'{k} ({v})' for k, v in FORMAT_FILES.items())}; or all.")] = "json,brokers",
@@ -93,7 +99,7 @@ def generate(
     try:
         state = generate_cluster(
             brokers=brokers, racks=racks, topics=topics, partitions=parts, rf=rf, skew=skew, layout=layout,
-            sizes=sizes, first_broker_id=first_broker_id, seed=seed, rack_aware=rack_aware,
+            sizes=sizes, first_broker_id=first_broker_id, seed=seed, rack_aware=rack_aware, history=history,
         )
     except InputError as err:
         raise as_flags(err) from None

@@ -1,6 +1,6 @@
 """Synthetic clusters for tests, demos and benchmarks: brokers, racks, topics and a replica layout.
 
-Two layouts:
+Three layouts:
 
 * ``"random"``: every partition gets ``rf`` distinct brokers drawn with probability proportional to a
   per-broker load factor (all equal for ``skew=0``, lognormal with ``sigma=skew`` otherwise, so a few brokers
@@ -15,6 +15,17 @@ Two layouts:
   counts within 1 too (cluster-wide and per topic). With ``rack_aware`` the broker sequence interleaves the
   racks; when the racks are not all the same size a perfectly balanced rack-aware layout does not exist in
   general, and the layout is balanced per rack instead (see ``_balanced_by_rack``).
+* ``"kafka"``: Kafka's own assignment for a new topic (``AdminUtils.assignReplicasToBrokers``, used when a topic
+  is created without an explicit assignment and by ``kafka-reassign-partitions --generate``), with its random
+  start index and replica shift drawn per topic from the seeded generator (see ``kafka_assignment``). Real
+  clusters look like this: a topic with fewer partitions than brokers leaves consecutive partitions' followers on
+  the same brokers. With ``rack_aware`` it is Kafka's rack-aware variant (the rack-alternating broker list, then
+  brokers of racks that already hold a replica skipped until every rack has one), so RF may exceed the racks.
+
+``history=K`` (K >= 2) grows the cluster in K waves, the way real clusters grow: brokers join in K equal groups
+(by id), topics are created in K equal groups (by index, so older topics come first), and each topic is placed
+by the layout on the brokers that existed when it was created. Adding brokers moves nothing in Kafka, so the
+first brokers hold every wave's topics and the last ones only the newest.
 
 Everything is deterministic for a given seed.
 """
@@ -27,7 +38,7 @@ import numpy as np
 from .errors import InputError
 from .model import Brokers, ClusterState
 
-LAYOUTS = ("random", "balanced")
+LAYOUTS = ("random", "balanced", "kafka")
 SOURCE = "generate_cluster"  # the source of its InputErrors; the place is the parameter's name
 # size limits, checked before anything is allocated (numpy would fail late, with a traceback, on 10^10 replicas)
 MAX_BROKERS = 100_000
@@ -54,12 +65,14 @@ def generate_cluster(
     first_broker_id: int = 0,
     seed: int = 0,
     rack_aware: bool = False,
+    history: int = 0,
 ) -> ClusterState:
     """A synthetic cluster; a bad value raises InputError ``generate_cluster: PARAMETER: ...`` (``place`` is the
     parameter's name, or ``topics x partitions x rf`` for the replica limit; a remedy is written ``name=value``):
-    the command line shows its own flags."""
+    the command line shows its own flags. ``history`` = number of growth waves (0 or 1: all topics on all brokers)."""
     lo, hi = _check(brokers, racks, topics, partitions, rf, skew, layout, size_mean_bytes, size_alpha,
                     first_broker_id, seed, rack_aware)
+    _check_history(history, brokers, rf)
     rng = np.random.default_rng(seed)
     # independent streams, so that (for example) changing the layout does not change the sizes
     r_counts, r_layout, r_sizes = rng.spawn(3)
@@ -73,14 +86,8 @@ def generate_cluster(
     starts = np.cumsum(counts) - counts
     pnum = (np.arange(total, dtype=np.int64) - np.repeat(starts, counts)).astype(np.int32)
 
-    group = table.rack.astype(np.int64) if rack_aware else np.arange(brokers, dtype=np.int64)
-    if layout == "random":
-        weight = np.ones(brokers) if skew == 0 else r_layout.lognormal(0.0, skew, size=brokers)
-        idx = _random_layout(r_layout, total, rf, weight, group)
-    elif rack_aware and brokers % racks != 0:
-        idx = _balanced_by_rack(r_layout, total, rf, table.rack.astype(np.int64), len(table.rack_names))
-    else:
-        idx = _balanced_layout(r_layout, total, rf, _interleaved(table.rack) if racks else np.arange(brokers))
+    existing = _brokers_at_creation(brokers, topics, history)
+    idx = _layout_indices(layout, r_layout, table, counts, pnum, existing, rf, skew, rack_aware)
 
     size = _sizes(r_sizes, total, size_mean_bytes, size_alpha) if sizes else np.full(total, -1, dtype=np.int64)
     width = max(4, len(str(topics - 1)))
@@ -139,7 +146,7 @@ def _check(brokers, racks, topics, partitions, rf, skew, layout, size_mean_bytes
     if rack_aware:
         if racks == 0:
             raise InputError(SOURCE, "rack_aware", "needs racks (racks=K)")
-        if rf > racks:
+        if rf > racks and layout != "kafka":  # Kafka's rack-aware assignment puts a replica on every rack first
             raise InputError(SOURCE, "rack_aware",
                              f"the replication factor {rf} is above the number of racks ({racks})", rf)
     if not _is_int(size_mean_bytes) or size_mean_bytes < 1:
@@ -152,6 +159,16 @@ def _check(brokers, racks, topics, partitions, rf, skew, layout, size_mean_bytes
     if not _is_int(seed) or seed < 0:
         raise InputError(SOURCE, "seed", "must be a non-negative integer", seed)
     return lo, hi
+
+
+def _check_history(history, brokers: int, rf: int) -> None:
+    """Refuse a bad number of growth waves, or one whose first wave has too few brokers for the RF."""
+    if not _is_int(history) or history < 0:
+        raise InputError(SOURCE, "history", "the number of growth waves must be a non-negative integer (0 = off)",
+                         history)
+    if history > 1 and brokers // history < rf:
+        raise InputError(SOURCE, "history", f"the first of {history} waves would have {brokers // history} "
+                         f"broker(s), fewer than the replication factor {rf}", history)
 
 
 def _check_replicas(topics: int, lo: int, hi: int, rf: int) -> None:
@@ -181,6 +198,43 @@ def _interleaved(rack: np.ndarray) -> np.ndarray:
     first = np.searchsorted(sorted_rack, sorted_rack, side="left")
     rank = np.arange(len(rack)) - first  # position of each broker inside its rack
     return order[np.lexsort((sorted_rack, rank))]
+
+
+def _brokers_at_creation(brokers: int, topics: int, history: int) -> np.ndarray:
+    """Per topic, how many brokers (the first ones by id) existed when it was created: all of them without a
+    history; with K waves, topic t is created in wave w = t*K // topics, when the cluster had brokers*(w+1) // K."""
+    if history <= 1:
+        return np.full(topics, brokers, dtype=np.int64)
+    wave = np.arange(topics, dtype=np.int64) * history // topics
+    return brokers * (wave + 1) // history
+
+
+def _layout_indices(layout: str, rng: np.random.Generator, table: Brokers, counts: np.ndarray, pnum: np.ndarray,
+                    existing: np.ndarray, rf: int, skew: float, rack_aware: bool) -> np.ndarray:
+    """[partitions, rf] broker indices by the layout, each history wave on the brokers that existed then."""
+    if layout == "kafka":
+        return _kafka_layout(rng, table.rack if rack_aware else None, counts, pnum, existing, rf)
+    brokers = len(table)
+    weight = np.ones(brokers) if skew == 0 else rng.lognormal(0.0, skew, size=brokers)
+    idx = np.empty((len(pnum), rf), dtype=np.int64)
+    ends = np.cumsum(counts)[np.flatnonzero(np.diff(existing, append=0))]  # the rows of each wave end here
+    for n, lo, hi in zip(np.unique(existing), np.r_[0, ends[:-1]], ends):
+        idx[lo:hi] = _place_on_first(layout, rng, table.rack[:n], table.has_racks, rack_aware, int(hi - lo), rf,
+                                     weight[:n])
+    return idx
+
+
+def _place_on_first(layout: str, rng: np.random.Generator, rack: np.ndarray, has_racks: bool, rack_aware: bool,
+                    p: int, rf: int, weight: np.ndarray) -> np.ndarray:
+    """[p, rf] indices of the first ``len(rack)`` brokers, by the random or balanced layout (one history wave)."""
+    n = len(rack)
+    dense = np.unique(rack, return_inverse=True)[1].astype(np.int64) if has_racks else rack.astype(np.int64)
+    n_racks = int(dense.max()) + 1 if has_racks else 0
+    if layout == "random":
+        return _random_layout(rng, p, rf, weight, dense if rack_aware else np.arange(n, dtype=np.int64))
+    if rack_aware and n % n_racks != 0:
+        return _balanced_by_rack(rng, p, rf, dense, n_racks)
+    return _balanced_layout(rng, p, rf, _interleaved(dense) if has_racks else np.arange(n))
 
 
 # ---- random layout -----------------------------------------------------------------------------
@@ -304,6 +358,105 @@ def _occurrence(values: np.ndarray, n: int) -> np.ndarray:
     out = np.empty(len(values), dtype=np.int64)
     out[order] = np.arange(len(values)) - first[values[order]]
     return out
+
+
+# ---- Kafka's own layout ------------------------------------------------------------------------
+
+
+def kafka_assignment(partitions: int, rf: int, start: int, shift: int, *, brokers: int = 0,
+                     rack: np.ndarray | None = None) -> np.ndarray:
+    """Kafka's assignment of one new topic (``AdminUtils.assignReplicasToBrokers`` with the given random start
+    index and replica shift, both in [0, brokers)): [partitions, rf] indices of brokers listed by id.
+
+    ``rack`` (one integer per broker, in id order; racks ordered like their names) selects the rack-aware
+    variant; without it the brokers are ``brokers`` and rack-unaware. Partition p leads on list position
+    (start + p) mod N; its followers follow at an increasing shift (shift + p // N), on the rack-alternating
+    list and skipping brokers whose rack already holds a replica while some rack holds none.
+    """
+    n = len(rack) if rack is not None else brokers
+    if not 1 <= rf <= n or partitions < 0 or not (0 <= start < n and 0 <= shift < n):
+        raise InputError("kafka_assignment", "rf" if not 1 <= rf <= n else "start",
+                         f"needs 1 <= rf <= brokers ({n}) and start, shift in [0, {n})", (rf, start, shift))
+    if rack is not None:
+        rack = np.asarray(rack, dtype=np.int64)
+    p = np.arange(partitions, dtype=np.int64)
+    return _kafka_layout(None, rack, np.array([partitions]), p, np.array([n]), rf,
+                         np.array([start]), np.array([shift]))
+
+
+def _kafka_layout(rng: np.random.Generator | None, rack: np.ndarray | None, counts: np.ndarray, pnum: np.ndarray,
+                  existing: np.ndarray, rf: int, starts: np.ndarray | None = None,
+                  shifts: np.ndarray | None = None) -> np.ndarray:
+    """[rows, rf] broker indices: each topic placed by Kafka on its first ``existing`` brokers, with its own
+    start index and replica shift (drawn from ``rng`` when not given, as Kafka draws them at topic creation)."""
+    if starts is None:
+        starts = rng.integers(0, existing)
+        shifts = rng.integers(0, existing)
+    sizes, wave = np.unique(existing, return_inverse=True)
+    ring, offset, n_racks = _kafka_rings(sizes, rack)
+    w = np.repeat(wave.ravel(), counts)
+    n = sizes[w]
+    first = (pnum + np.repeat(starts, counts)) % n
+    shift = np.repeat(shifts, counts) + pnum // n  # Kafka adds 1 to the shift after every N partitions
+    if rack is None:
+        pos = _unaware_positions(first, shift, n, rf)
+    else:
+        pos = _aware_positions(first, shift, n, rf, n_racks[w], rack[ring], offset[w])
+    return ring[offset[w][:, None] + pos]
+
+
+def _kafka_rings(sizes: np.ndarray, rack: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each cluster size N (the first N brokers), Kafka's broker list concatenated: ids in order, or with
+    racks the rack-alternating list (first broker of each rack, then second, ...); its offsets and rack counts."""
+    lists, racks = [], []
+    for n in sizes:
+        if rack is None:
+            lists.append(np.arange(n, dtype=np.int64))
+            racks.append(0)
+        else:
+            lists.append(_interleaved(rack[:n]))
+            racks.append(len(np.unique(rack[:n])))
+    offset = np.cumsum([0] + [len(x) for x in lists[:-1]])
+    return np.concatenate(lists), np.asarray(offset, dtype=np.int64), np.asarray(racks, dtype=np.int64)
+
+
+def _unaware_positions(first: np.ndarray, shift: np.ndarray, n: np.ndarray, rf: int) -> np.ndarray:
+    """Rack-unaware: follower j of a partition led at ``first`` sits 1 + (shift + j) mod (N - 1) further on."""
+    j = np.arange(rf - 1, dtype=np.int64)
+    gap = (shift[:, None] + j[None, :]) % np.maximum(n - 1, 1)[:, None]
+    return np.column_stack([first, (first[:, None] + 1 + gap) % n[:, None]])
+
+
+def _aware_positions(first: np.ndarray, shift: np.ndarray, n: np.ndarray, rf: int, n_racks: np.ndarray,
+                     ring_rack: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """Rack-aware: candidates k = 0, 1, ... sit 1 + (shift * racks + k) mod (N - 1) past the leader; a candidate
+    is taken unless it already holds a replica, or its rack does while some rack holds none. Simulated one
+    candidate at a time for all unfinished partitions at once (a few steps: the list alternates racks)."""
+    rows = len(first)
+    base = shift * n_racks % np.maximum(n - 1, 1)
+    pos = np.full((rows, rf), -1, dtype=np.int64)
+    used = np.full((rows, rf), -1, dtype=np.int64)  # racks of the replicas taken
+    pos[:, 0] = first
+    used[:, 0] = ring_rack[offset + first]
+    distinct = np.ones(rows, dtype=np.int64)
+    filled = np.ones(rows, dtype=np.int64)
+    k = np.zeros(rows, dtype=np.int64)
+    active = np.flatnonzero(filled < rf)
+    while len(active):
+        nn = n[active]
+        cand = (first[active] + 1 + (base[active] + k[active]) % (nn - 1)) % nn
+        crack = ring_rack[offset[active] + cand]
+        new_rack = ~(used[active] == crack[:, None]).any(axis=1)
+        free = ~(pos[active] == cand[:, None]).any(axis=1)
+        take = free & (new_rack | (distinct[active] == n_racks[active]))
+        got = active[take]
+        pos[got, filled[got]] = cand[take]
+        used[got, filled[got]] = crack[take]
+        distinct[got] += new_rack[take]
+        filled[got] += 1
+        k[active] += 1
+        active = active[filled[active] < rf]
+    return pos
 
 
 # ---- sizes -------------------------------------------------------------------------------------

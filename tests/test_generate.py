@@ -93,6 +93,8 @@ def test_many_topics_names_stay_sorted():
     dict(layout="random", skew=0.8, sizes=True),
     dict(layout="random", racks=4, rack_aware=True, skew=1.5),
     dict(layout="balanced", racks=3, rack_aware=True, sizes=True),
+    dict(layout="kafka", racks=4, rack_aware=True, sizes=True),
+    dict(layout="random", skew=0.5, history=3),
 ])
 def test_deterministic_by_seed(kw):
     args = dict(brokers=30, topics=20, partitions=(1, 40), rf=3, **kw)
@@ -340,6 +342,9 @@ GOOD = dict(brokers=6, racks=0, topics=3, partitions=4, rf=3)
     (dict(first_broker_id=-1), "first_broker_id"),
     (dict(first_broker_id=2**31 - 3), "first_broker_id"),
     (dict(seed=-1), "seed"),
+    (dict(history=-2), "history"),
+    (dict(history=3), "history"),  # 6 // 3 = 2 brokers in the first wave, below RF 3
+    (dict(skew=0.5, layout="kafka"), "skew"),
 ])
 def test_bad_values_raise_input_error_naming_the_parameter(change, param):
     with pytest.raises(InputError) as err:
