@@ -29,6 +29,7 @@ def compare(
     topics: Optional[str] = o.TopicsOpt,
     exclude_topics: Optional[str] = o.ExcludeOpt,
     no_per_topic: bool = o.NoPerTopicOpt,
+    per_topic: str = o.PerTopicOpt,
     format: Optional[str] = o.FormatOpt,
     json_out: bool = o.JsonOpt,
     disable_rack_aware: bool = o.NoRackOpt,
@@ -36,7 +37,8 @@ def compare(
     move_unhealthy: bool = o.MoveUnhealthyOpt,
 ) -> None:
     """Plan CURRENT with the flow and the template strategy and compare moves, bytes and spreads (writes nothing)."""
-    req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic)
+    req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic,
+                  per_topic_mode=per_topic)
     with Steps(total=1 + 7 * len(STRATEGIES)) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)

@@ -50,6 +50,7 @@ def plan_command(
     topics: Optional[str] = o.TopicsOpt,
     exclude_topics: Optional[str] = o.ExcludeOpt,
     no_per_topic: bool = o.NoPerTopicOpt,
+    per_topic: str = o.PerTopicOpt,
     strategy: str = o.StrategyOpt,
     objective: str = o.ObjectiveOpt,
     balance: str = o.BalanceOpt,
@@ -68,7 +69,8 @@ def plan_command(
 ) -> None:
     """Plan a reassignment of CURRENT with the fewest replica moves, and write it for kafka-reassign-partitions."""
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic,
-                  strategy=strategy, objective=objective, balance=balance, disk_tolerance=disk_tolerance, stages=stages)
+                  per_topic_mode=per_topic, strategy=strategy, objective=objective, balance=balance,
+                  disk_tolerance=disk_tolerance, stages=stages)
     outputs = [str(p) for p in (out, rollback, election) if p is not None]
     inputs = [str(p) for p in (current, brokers, sizes) if p is not None]
     check_outputs(outputs, inputs)

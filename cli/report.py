@@ -31,6 +31,7 @@ def report(
     topics: Optional[str] = o.TopicsOpt,
     exclude_topics: Optional[str] = o.ExcludeOpt,
     no_per_topic: bool = o.NoPerTopicOpt,
+    per_topic: str = o.PerTopicOpt,
     move_unhealthy: bool = o.MoveUnhealthyOpt,
     format: Optional[str] = o.FormatOpt,
     json_out: bool = o.JsonOpt,
@@ -39,7 +40,7 @@ def report(
 ) -> None:
     """Per broker load, leaders when any one broker or rack fails, the moves, and warnings; before → after with --plan.
 
-    With --plan, give the --remove, --topics, --exclude-topics, --no-per-topic and --move-unhealthy the plan was made with: the
+    With --plan, give the --remove, --topics, --exclude-topics, --no-per-topic, --per-topic and --move-unhealthy the plan was made with: the
     moves are certified against the same targets, so the bound and verdict are the ones `plan` printed."""
     inputs = [str(p) for p in (current, plan_file, brokers, sizes) if p is not None]
     if html is not None:
@@ -60,7 +61,8 @@ def report(
         after = after.with_brokers(state.brokers) if after is not None else None
     cert = None
     if after is not None:
-        req = request(topics=topics, exclude_topics=exclude_topics, no_per_topic=no_per_topic)
+        req = request(topics=topics, exclude_topics=exclude_topics, no_per_topic=no_per_topic,
+                      per_topic_mode=per_topic)
         cert = certify_plan(state, after, req, pinned=held_rows(loaded.status, move_unhealthy=move_unhealthy))
     rep = build_report(state, after, certificate=cert, status=loaded.status)
     for w in loaded.warnings:

@@ -77,7 +77,7 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     of = len(chain) + 2
     say(1, of, "measuring")
     mb = measure(r.before, target_rf=r.target_rf)
-    tstar = topic_lower_bound(r.before, r.target_rf, r.movable) if request.per_topic else None
+    tstar = topic_lower_bound(r.before, r.target_rf, r.movable) if request.strict_per_topic else None
     ctx = Context(r, mb, max(mb.min_moves, tstar or 0), notes=list(notes))
     skipped = meets_every_target(r)
     if not skipped:
@@ -140,7 +140,7 @@ def _certificate(ctx: Context, after: ClusterState, changes: Changes, skipped: b
         notes.append("RF 2: the first follower is the only other replica, so reordering cannot change failover; "
                      "only placement does")
     stage1 = ctx.evidence.get("replicas")
-    return certify(r.before, after, r.target_rf, r.movable, req.per_topic, changes=changes,
+    return certify(r.before, after, r.target_rf, r.movable, req.strict_per_topic, changes=changes,
                    metrics_before=ctx.metrics_before, fewest=stage1.fewest if stage1 is not None else None,
                    context=lambda v: _reason_context(ctx, v), notes=tuple(notes),
                    bytes_objective=_bytes_certificate(ctx), disk=_disk_certificate(ctx, after, changes, skipped))
@@ -209,4 +209,4 @@ def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest 
         before = mark_removed(before, list(request.remove), "remove")
         after = after.with_brokers(before.brokers)
     movable = movable_rows(before, request, pinned)
-    return certify(before, after, after.rf.astype(np.int64), movable, request.per_topic)
+    return certify(before, after, after.rf.astype(np.int64), movable, request.strict_per_topic)

@@ -17,12 +17,13 @@ STAGES = ("replicas", "leaders", "followers")
 STRATEGIES = ("flow", "template")
 OBJECTIVES = ("moves", "bytes")
 BALANCES = ("count", "count+bytes", "bytes")
+PER_TOPIC_MODES = ("strict", "spread")
 
 # the command-line flag of each field (the CLI relabels RequestError with these)
 FLAGS = {
     "remove": "--remove", "add": "--add", "replace": "--replace", "replication_factor": "--replication-factor",
     "topic_rf": "--topic-rf", "topics": "--topics", "exclude_topics": "--exclude-topics",
-    "per_topic": "--no-per-topic", "strategy": "--strategy", "objective": "--objective", "balance": "--balance",
+    "per_topic": "--no-per-topic", "per_topic_mode": "--per-topic", "strategy": "--strategy", "objective": "--objective", "balance": "--balance",
     "disk_tolerance": "--disk-tolerance", "stages": "--stages",
 }
 # fleet.json keys that say how a cluster's files are read (used at ingest, not part of the request)
@@ -34,7 +35,10 @@ class PlanRequest:
     """What to plan. Broker ids are ints; ``replace`` maps old → new broker; ``topic_rf`` maps topic → RF;
     ``topics`` / ``exclude_topics`` are regular expressions matched against whole topic names.
 
-    ``per_topic``: balance every topic's replicas over the brokers too. ``strategy``: ``flow`` (the stage chain)
+    ``per_topic``: balance every topic's replicas over the brokers too; ``per_topic_mode`` ``strict``: every topic
+    within its share before the fewest moves (moves = Σ per-topic M*), ``spread``: the fewest moves for count
+    balance first, then the most even topics among those plans (a move costs more than any per-topic gain).
+    ``strategy``: ``flow`` (the stage chain)
     or ``template`` (rotation-order templates placed by matching). ``objective``: ``moves`` or ``bytes`` (the
     fewest bytes among the fewest-move plans). ``balance``: ``count``, ``count+bytes`` or ``bytes`` (disk use
     within ``disk_tolerance`` × each broker's share). ``stages``: which flow stages run (always in the chain's
@@ -48,6 +52,7 @@ class PlanRequest:
     topics: str | None = None
     exclude_topics: str | None = None
     per_topic: bool = True
+    per_topic_mode: str = "strict"
     strategy: str = "flow"
     objective: str = "moves"
     balance: str = "count"
@@ -76,6 +81,16 @@ class PlanRequest:
         return dict(self.topic_rf)
 
     @property
+    def strict_per_topic(self) -> bool:
+        """Per-topic targets rank above the number of moves (they are targets of the moves verdict)."""
+        return self.per_topic and self.per_topic_mode == "strict"
+
+    @property
+    def topics_after_moves(self) -> bool:
+        """Per-topic balance only chooses among the plans with the fewest moves."""
+        return self.per_topic and self.per_topic_mode == "spread"
+
+    @property
     def disk_balance(self) -> bool:
         return self.balance != "count"
 
@@ -95,6 +110,7 @@ class PlanRequest:
                 raise RequestError(name, "expected a regular expression (text)", value)
         if type(self.per_topic) is not bool:
             raise RequestError("per_topic", "expected true or false", self.per_topic)
+        _check_choice(self.per_topic_mode, PER_TOPIC_MODES, "per_topic_mode")
         _check_choice(self.strategy, STRATEGIES, "strategy")
         _check_choice(self.objective, OBJECTIVES, "objective")
         _check_choice(self.balance, BALANCES, "balance")
@@ -111,7 +127,8 @@ class PlanRequest:
         """The request of one cluster's entry in a fleet file (JSON values), validated; errors under ``source``.
 
         ``remove``/``add``: [ids] or "3,4"; ``replace``: {"7": 31} or "7:31"; ``replication_factor``: int;
-        ``topic_rf``: {"topic": n}; ``topics``/``exclude_topics``: regex; ``per_topic``: bool; ``strategy``,
+        ``topic_rf``: {"topic": n}; ``topics``/``exclude_topics``: regex; ``per_topic``: bool;
+        ``per_topic_mode``: "strict" or "spread"; ``strategy``,
         ``objective``, ``balance``: text; ``disk_tolerance``: number. Keys of ``INPUT_KEYS`` are ignored here.
         Errors name the key's path: ``fleet.json: clusters.NAME.remove: ...``."""
         known = {f.name for f in fields(cls)} - {"stages"}
@@ -147,7 +164,7 @@ def _from_json_value(key: str, value: Any) -> Any:
         raise RequestError("replace", "expected {\"old\": new} with broker ids", value)
     if key == "topic_rf" and not isinstance(value, dict):
         raise RequestError("topic_rf", "expected {\"topic\": n}", value)
-    if key in ("strategy", "objective", "balance") and not isinstance(value, str):
+    if key in ("strategy", "objective", "balance", "per_topic_mode") and not isinstance(value, str):
         raise RequestError(key, "expected a text", value)
     if key == "disk_tolerance" and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise RequestError(key, "expected a number", value)

@@ -24,7 +24,7 @@ def meets_every_target(r: Resolved) -> bool:
     if state.has_sizes and replicas_on:
         if above_capacity(state) or (req.disk_balance and not disk_within(state, req.disk_tolerance)):
             return False
-    if not _counts_at_target(state, req.per_topic, replicas_on, req.balance == "bytes"):
+    if not _counts_at_target(state, req.strict_per_topic, replicas_on, req.balance == "bytes"):
         return False
     if "leaders" in req.stages and not leaders_balanced(state, req.per_topic):
         return False

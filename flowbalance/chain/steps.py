@@ -62,16 +62,17 @@ class ReplicaCounts(Stage):
                            (f"pure rebalance: direct network solved by max flow (flow value {value})",),
                            _count_invariants(ctx, new))
         res = balance_replicas(cur, r.target_rf, r.movable, per_topic=req.per_topic, prefer=r.prefer,
-                               lower_bound=ctx.moves_bound)
-        return Outcome(res.replicas, ReplicaEvidence(res.network, res, _fewest(ctx, res.replicas)),
-                       (_stage1_note(res),), _count_invariants(ctx, res.replicas))
+                               lower_bound=ctx.moves_bound, topics_after_moves=req.topics_after_moves)
+        notes = (_stage1_note(res),) + (_spread_note(res),) * req.topics_after_moves
+        return Outcome(res.replicas, ReplicaEvidence(res.network, res, _fewest(ctx, res.replicas)), notes,
+                       _count_invariants(ctx, res.replicas))
 
 
 def _fewest(ctx: Context, replicas: np.ndarray) -> int | None:
     """Stage 1's moves when its plan meets the certificate's targets: then they are the flow optimum for them."""
     r = ctx.resolved
     planned = r.before.with_replicas(replicas)
-    targets = count_targets(r.before, r.target_rf, r.movable, ctx.request.per_topic)
+    targets = count_targets(r.before, r.target_rf, r.movable, ctx.request.strict_per_topic)
     if missed_targets(targets, r.before, planned, r.movable):
         return None
     return compare(r.before, planned).moves
@@ -80,7 +81,7 @@ def _fewest(ctx: Context, replicas: np.ndarray) -> int | None:
 def _count_invariants(ctx: Context, replicas: np.ndarray) -> tuple[Invariant, ...]:
     """"count targets": when stage 1 met them, the stages after it keep them."""
     r = ctx.resolved
-    targets = count_targets(r.before, r.target_rf, r.movable, ctx.request.per_topic)
+    targets = count_targets(r.before, r.target_rf, r.movable, ctx.request.strict_per_topic)
     if missed_targets(targets, r.before, r.before.with_replicas(replicas), r.movable):
         return ()
     return (Invariant("count targets", lambda s: not missed_targets(targets, r.before, s, r.movable)),)
@@ -93,6 +94,13 @@ def _stage1_note(res: ReplicaResult) -> str:
         return f"stage 1: pooled network ({res.nodes:,} nodes, {res.arcs:,} arcs); {how}"
     return (f"stage 1: full keep network ({res.nodes:,} nodes, {res.arcs:,} arcs); the pooled optimum "
             f"({res.flow_bound} moves) could not be realized")
+
+
+def _spread_note(res: ReplicaResult) -> str:
+    if res.network == "pooled":
+        return ("per-topic spread: chosen among the plans with the fewest moves for count balance (the flow "
+                "minimizes a graded per-topic excess after the moves; no move is spent on it)")
+    return "per-topic spread: not ranked (the full keep network balanced counts only, with the fewest moves)"
 
 
 class FewestBytes(Stage):

@@ -62,8 +62,13 @@ def balance_pooled(
     move_cost: np.ndarray | None = None,
     achieved: ClusterState | None = None,
     count_targets: bool = True,
+    topics_after_moves: bool = False,
 ) -> PooledResult:
     """Solve the pooled network, then realize its pooled units as concrete arrivals.
+
+    ``topics_after_moves``: per-topic balance ranks below the number of moves (broker intervals, then the fewest
+    moves, then the least per-topic excess over the topics' intervals): a move costs more than the worst per-topic
+    excess, so per-topic balance only chooses among the plans with the fewest moves for count balance.
 
     ``move_cost`` (int64 per movable partition) replaces the unit cost of a move (the bytes objective); then
     ``achieved`` (an earlier plan) widens every interval to that plan's counts and the intervals are hard, so the
@@ -137,6 +142,10 @@ def balance_pooled(
             c_after = np.bincount(tpos[ar] * NL + ab, minlength=Tm * NL)
             tlo, thi = np.minimum(tlo, c_after), np.maximum(thi, c_after)
 
+    lexicographic = topics_after_moves and per_topic and move_cost is None
+    # a move costs more than any difference in the per-topic cost (at most (STEPS + 1) per replica either way)
+    unit_cost = 2 * (_TOPIC_STEPS + 1) * total + 1 if lexicographic else 1
+
     def build(hard: bool, prune: bool):
         """The pooled network. With ``prune``, pools only feed (topic, broker) pairs below their ceiling (a
         restriction: accepted only when it reaches the lower bound). (topic, broker) nodes whose interval cannot
@@ -153,7 +162,7 @@ def balance_pooled(
             pool_tb = np.flatnonzero(thi > c_tb) if prune else np.arange(Tm * NL)
             need = (tlo > 0) | (c_tb > thi)
             need[pool_tb] = True
-            if hard:
+            if hard and not lexicographic:
                 # a pair that holds nothing now only receives from its pool: with a hard interval the pool arc
                 # itself carries it (forced floor, capacity ceiling), no node needed
                 empty = c_tb == 0
@@ -182,6 +191,8 @@ def balance_pooled(
         # three levels as ever (topic < rack < broker); the rack rule itself is hard (always feasible: lo_r <=
         # hi_r <= the rack's live brokers), so its level is unused
         pen_topic, _, pen_broker = [None] * 3 if hard else penalties(1, total, net.num_nodes, 3)
+        if lexicographic:  # topics below moves: 1 per unit of excess; brokers above every move when soft
+            pen_topic, pen_broker = 1, None if hard else penalties(unit_cost, total, net.num_nodes, 1)[0]
         if forced_racks is not None:
             src, move_cap = rnode.reshape(Pm, K), cap_r.ravel()
         elif use_racks:
@@ -190,7 +201,7 @@ def balance_pooled(
         else:
             src, move_cap = pnode.reshape(Pm, 1), kp
         keep = net.add(src[kr, rack_of_live[kb]], kheads, 1, 0)
-        move = net.add(src[mp, mr], hub[tpos[mp] * K + mr], move_cap, 1 if move_cost is None else move_cost[mp])
+        move = net.add(src[mp, mr], hub[tpos[mp] * K + mr], move_cap, unit_cost if move_cost is None else move_cost[mp])
         pool = net.add(hub[pt * K + rack_of_live[pb]], pheads, tcount[pt], 0)
         forced = np.zeros(len(pool), dtype=np.int64)
         if direct_lo is not None and len(direct):
@@ -201,7 +212,11 @@ def balance_pooled(
             forced = np.concatenate([forced, direct_lo])
             pt, pb = np.concatenate([pt, dt]), np.concatenate([pb, db])
         if per_topic and Pm:
-            convex_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], tcount[tsel // NL], pen_topic)
+            if lexicographic:
+                _graded_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], tcount[tsel // NL])
+            else:
+                convex_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], tcount[tsel // NL],
+                            pen_topic)
         convex_arcs(net, bnode, sink, lo[live_idx] - fixed_c[live_idx], hi[live_idx] - fixed_c[live_idx],
                     np.full(NL, Pm, dtype=np.int64), pen_broker)
         return net, keep, move, pool, forced, pt, pb
@@ -213,6 +228,8 @@ def balance_pooled(
         else [(True, False), (False, False)]
     if move_cost is not None:
         attempts = [(True, False)]
+    elif lexicographic:  # no pruned attempt: pruning is a restriction proven only by reaching the moves bound
+        attempts = [(True, False), (False, False)]
     for hard, prune in attempts:
         net, keep, move, pool, forced, pt, pb = build(hard, prune)
         res = try_min_cost(net)
@@ -245,7 +262,7 @@ def balance_pooled(
         # another optimum of the unpruned relaxation may be realizable
         return balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
                               lower_bound=lower_bound, allow_prune=False, move_cost=move_cost, achieved=achieved,
-                              count_targets=count_targets)
+                              count_targets=count_targets, topics_after_moves=topics_after_moves)
     if got is None:
         return PooledResult(replicas=None, moves=moves, pruned=prune, rack_forced=forced_racks is not None, bound=lower_bound, arcs=net.num_arcs, nodes=net.num_nodes,
                             realize_rounds=rounds)
@@ -253,6 +270,33 @@ def balance_pooled(
     replicas = apply_changes_arrays(state.replicas, mov[rel_rows], rel_cols, mov[unit_p], b.ids[live_idx[got]])
     return PooledResult(replicas=replicas, moves=moves, pruned=prune, rack_forced=forced_racks is not None, bound=lower_bound, arcs=net.num_arcs, nodes=net.num_nodes,
                         realize_rounds=rounds)
+
+
+_TOPIC_STEPS = 3
+
+
+def _graded_arcs(net: Network, tails: np.ndarray, heads: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 limit: np.ndarray) -> None:
+    """A soft interval [lo, hi] whose cost grows with the distance: the d-th unit above hi costs min(d, STEPS+1),
+    the d-th unit missing below lo as much (a convex cost, so a min-cost flow spreads a topic's excess over brokers
+    instead of piling it on one: a flat penalty per unit is indifferent between the two)."""
+    lo = np.minimum(np.maximum(lo, 0), limit)
+    hi = np.minimum(np.maximum(hi, lo), limit)
+    S = _TOPIC_STEPS
+    segs = [(np.maximum(lo - S, 0), -(S + 1))]  # deep below the floor
+    for d in range(S, 0, -1):
+        segs.append(((lo >= d).astype(np.int64), -d))
+    segs.append((hi - lo, 0))
+    used = hi.copy()
+    for d in range(1, S + 1):
+        cap = (limit - used > 0).astype(np.int64)
+        segs.append((cap, d))
+        used = used + cap
+    segs.append((np.maximum(limit - used, 0), S + 1))
+    for cap, cost in segs:
+        keep = cap > 0
+        if keep.any():
+            net.add(tails[keep], heads[keep], cap[keep], cost)
 
 
 def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: np.ndarray, sub: np.ndarray,

@@ -52,11 +52,15 @@ def balance_replicas(
     prefer: dict[int, int] | None = None,
     lower_bound: int | None = None,
     count_targets: bool = True,
+    topics_after_moves: bool = False,
 ) -> ReplicaResult:
     """Stage 1: the pooled network, realized exactly; the full keep network when the realization fails.
-    ``count_targets=False``: no broker intervals, only what must move moves (``--balance bytes``)."""
+    ``count_targets=False``: no broker intervals, only what must move moves (``--balance bytes``).
+    ``topics_after_moves``: per-topic balance ranks below the number of moves (see ``balance_pooled``); the keep
+    fallback then balances counts only (the fewest moves stay first)."""
     pooled = balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
-                            lower_bound=lower_bound, count_targets=count_targets)
+                            lower_bound=lower_bound, count_targets=count_targets,
+                            topics_after_moves=topics_after_moves)
     if pooled.replicas is not None:
         return ReplicaResult(replicas=pooled.replicas, arcs=pooled.arcs, nodes=pooled.nodes, network="pooled",
                              flow_bound=pooled.moves, pruned=pooled.pruned, rack_forced=pooled.rack_forced,
@@ -66,8 +70,8 @@ def balance_replicas(
         raise PlanningError(
             f"the pooled optimum ({pooled.moves} moves) could not be realized and the full network would need "
             f"{int(movable.sum()) * live:,} arcs; plan fewer topics at a time (a topic scope) and report this case")
-    res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
-                       count_targets=count_targets)
+    res = balance_keep(state, target_rf, movable, per_topic=per_topic and not topics_after_moves, racks=racks,
+                       prefer=prefer, count_targets=count_targets)
     res.flow_bound = pooled.moves
     return res
 
