@@ -253,6 +253,7 @@ def small_request(draw, state: ClusterState, strategy: str) -> PlanRequest:
     elif rf_kind == "topic":
         fields["topic_rf"] = ((draw(st.sampled_from(in_scope)), draw(st.integers(1, 3))),)
     return PlanRequest(remove=remove, per_topic=draw(st.booleans()), strategy=strategy,
+                       per_topic_mode=draw(st.sampled_from(["strict", "spread"])),
                        topics="t0" if scoped else None, **fields)
 
 
@@ -282,7 +283,7 @@ def test_certificate_is_a_function_of_the_plan_and_its_bound_is_true(strategy, d
     p = plan(state, req)
     f = certificate_fields(p.certificate)
     current, after, final = read_back(state, p, req)
-    scope = PlanRequest(per_topic=req.per_topic, topics=req.topics)
+    scope = PlanRequest(per_topic=req.per_topic, per_topic_mode=req.per_topic_mode, topics=req.topics)
     read = certify_plan(current, after, scope)
     g = certificate_fields(read)
     assert _without_reason(g) == _without_reason(f)
@@ -295,7 +296,7 @@ def test_certificate_is_a_function_of_the_plan_and_its_bound_is_true(strategy, d
     check_verdict(f)
     event(f"targets met {f['targets_met']}, proven {f['proven_optimal']}, by flow {f['bound_by_flow']}")
     event(f"bound for {f['bound_for']}; scoped {req.topics is not None}")
-    check_against_oracle(f, p.before, p.after, [bool(m) for m in p.movable], req.per_topic,
+    check_against_oracle(f, p.before, p.after, [bool(m) for m in p.movable], req.strict_per_topic,
                          meets_when_reachable=strategy == "flow")
 
 
@@ -315,7 +316,8 @@ class Case:
 
     @property
     def per_topic(self) -> bool:
-        return "--no-per-topic" not in self.scope
+        """Per-topic targets are targets of the moves verdict (strict, the default)."""
+        return "--no-per-topic" not in self.scope and "spread" not in self.scope
 
     @property
     def topics(self) -> str | None:
@@ -343,6 +345,8 @@ CASES = [
     Case("generated-racks-remove", "generated", GEN, ("--remove", "4"), fleet={"remove": [4]}),
     Case("generated-racks-remove-no-per-topic", "generated", GEN, ("--remove", "4,7", "--no-per-topic"),
          fleet={"remove": [4, 7], "per_topic": False}),
+    Case("generated-racks-remove-spread", "generated", GEN, ("--remove", "4", "--per-topic", "spread"),
+         fleet={"remove": [4], "per_topic_mode": "spread"}),
     Case("seed-racks-remove", "seed", GEN, ("--remove", "19"), fleet={"remove": [19]}),
 ]
 
