@@ -3,7 +3,7 @@
 Output is deterministic (partitions sorted by topic then partition, one per line) and written atomically:
 every file goes to a temporary name in the same folder first and is renamed only when all are complete.
 An interrupt (KeyboardInterrupt, or the exception the CLI raises on SIGTERM) while writing removes the
-temporary files; the renames run with SIGINT and SIGTERM held, so they happen all together.
+temporary files; the renames run with SIGINT and SIGTERM deferred, so they happen all together.
 """
 from __future__ import annotations
 
@@ -117,16 +117,27 @@ def remove_pending() -> int:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM (delivered when the block ends) where an interrupt would leave a half-done step."""
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None:  # pragma: no cover - not POSIX
+    """Defer SIGINT and SIGTERM to the end of the block, where an interrupt would leave a half-done step.
+
+    The handlers are swapped for one that only records the signal, and a recorded signal is raised again once
+    the old handlers are back. (Blocking the signals with ``pthread_sigmask`` is not enough: it blocks them for
+    the calling thread only, and a process-directed signal taken by any other thread, such as a BLAS worker,
+    still runs Python's handler in the main thread inside the block.) Outside the main thread handlers cannot
+    be set and the block runs as it is.
+    """
+    caught: list[int] = []
+    try:
+        previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in _HELD}
+    except ValueError:  # pragma: no cover - not the main thread
         yield
         return
-    old = mask(signal.SIG_BLOCK, _HELD)
     try:
         yield
     finally:
-        mask(signal.SIG_SETMASK, old)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 def _discard(temps: list[tuple[str, str]]) -> None:
