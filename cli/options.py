@@ -33,9 +33,10 @@ MoveUnhealthyOpt = typer.Option(False, "--move-unhealthy",
                                 help="Also plan leaderless, offline and under-replicated partitions (left in place "
                                      "by default: their moves cannot complete until they are back).")
 NoPerTopicOpt = typer.Option(False, "--no-per-topic", help="Balance cluster totals only, not each topic.")
-PerTopicOpt = typer.Option("strict", "--per-topic", metavar="strict|spread",
-                           help="strict: every topic within its share first, then the fewest moves; spread: the "
-                                "fewest moves for count balance first, then the most even topics among those plans.")
+PerTopicOpt = typer.Option("spread", "--per-topic", metavar="spread|strict",
+                           help="spread (default): the fewest moves for count balance first, then the most even "
+                                "topics among those plans; strict: every topic within its share first, then the "
+                                "fewest moves (can cost many times the minimum on Kafka-placed clusters).")
 StrategyOpt = typer.Option("flow", "--strategy",
                            help="flow: fewest moves by flow networks (default); template: rotation-order templates "
                                 "matched to the partitions (even failover, more moves).")

@@ -198,12 +198,19 @@ def moves_line(d: dict) -> str:
             f"[dim]({context}M* {d['min_moves']} for cluster-wide count balance: context, not the bound)[/dim]")
 
 
+def topics_line(d: dict) -> str:
+    """The certificate's per-topic level in one line (plan and report print the same)."""
+    return f"[bold]Per-topic[/bold] — {safe_text(d['per_topic']['text'])}"
+
+
 def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
     """The short plan summary: moves vs M*, bytes, spreads before → after, failover, time."""
     if d["empty"]:
         why = "already meets every target (pre-check)" if d["skipped_by_precheck"] else "no change improves it"
         con.print(f"[bold green]Nothing to do[/bold green]: the cluster {why}.")
     con.print(moves_line(d))
+    if d.get("per_topic"):
+        con.print(topics_line(d))
     if d["bytes_to_move"] is not None:
         con.print(f"Bytes to move: {_bytes(d['bytes_to_move'])}")
     bo = d.get("bytes_objective")

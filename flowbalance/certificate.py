@@ -22,12 +22,13 @@ from typing import Callable
 
 import numpy as np
 
-from .metrics import Changes, StateMetrics, compare, measure, rack_violations
+from .metrics import Changes, StateMetrics, TopicSpread, compare, measure, rack_violations, topic_spread
 from .model import ClusterState
 from .racks import rack_bounds
 from .stages.common import rack_forced_intervals
 from .targets import share_intervals
 from .targets import intervals, min_arrivals
+from .topic_level import TopicLevel, topic_level
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +112,7 @@ class Certificate:
     notes: tuple[str, ...] = ()
     bytes_objective: BytesCertificate | None = None
     disk: DiskCertificate | None = None
+    topics: TopicLevel | None = None  # the per-topic level (None: not measured)
 
     @property
     def moves(self) -> int:
@@ -322,10 +324,13 @@ def reason_text(v: MovesVerdict) -> str:
 def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, movable: np.ndarray,
             per_topic: bool, *, changes: Changes | None = None, metrics_before: StateMetrics | None = None,
             fewest: int | None = None, context: Callable[[MovesVerdict], str] | None = None,
-            notes: tuple[str, ...] = (),
+            notes: tuple[str, ...] = (), topic_mode: str | None = None, after_topics: TopicSpread | None = None,
             bytes_objective: BytesCertificate | None = None, disk: DiskCertificate | None = None) -> Certificate:
-    """The certificate of ``before`` → ``after`` (a plan, or a plan file). ``fewest`` is stage 1's flow optimum
-    when it has one; ``context`` adds what the stages know to the verdict's reason (e.g. the template matching)."""
+    """The certificate of ``before`` → ``after`` (a plan, or a plan file). ``per_topic``: strict per-topic targets
+    are targets of the moves verdict. ``topic_mode`` (``topic_level.MODES``; default "strict" or "off" as
+    ``per_topic`` says) gives the per-topic level; ``after_topics`` is ``after``'s per-topic spread when measured.
+    ``fewest`` is stage 1's flow optimum when it has one; ``context`` adds what the stages know to the verdict's
+    reason (e.g. the template matching)."""
     from .metrics import topic_lower_bound
 
     changes = changes if changes is not None else compare(before, after)
@@ -334,10 +339,21 @@ def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, mo
     targets = count_targets(before, target_rf, movable, per_topic)
     v = moves_verdict(before, after, target_rf, movable, per_topic, moves=changes.moves, min_moves=mb.min_moves,
                       topic_min_moves=tstar, fewest=fewest, targets=targets)
+    mode = topic_mode if topic_mode is not None else ("strict" if per_topic else "off")
+    topics = _topic_level(before, after, target_rf, movable, mode, targets if per_topic else None, after_topics)
     return Certificate(moves_verdict=v, targets=targets, leader_changes=changes.leader_changes,
                        leader_lower_bound=leader_lower_bound(before, after),
                        reason=_reason(v, context), notes=tuple(notes), bytes_objective=bytes_objective,
-                       disk=disk)
+                       disk=disk, topics=topics)
+
+
+def _topic_level(before: ClusterState, after: ClusterState, target_rf: np.ndarray, movable: np.ndarray, mode: str,
+                 strict: CountTargets | None, after_topics: TopicSpread | None) -> TopicLevel:
+    """The per-topic level; ``strict`` the strict targets when the verdict already built them."""
+    strict = strict if strict is not None else count_targets(before, target_rf, movable, True)
+    missed = "per-topic balance" in missed_targets(strict, before, after, movable)
+    spread = after_topics if after_topics is not None else topic_spread(after)
+    return topic_level(before, after, target_rf, mode, spread, missed, strict.closed_bound)
 
 
 def _reason(v: MovesVerdict, context: Callable[[MovesVerdict], str] | None) -> str:
@@ -362,4 +378,14 @@ def certificate_fields(cert: Certificate) -> dict:
         "proven_optimal": v.proven,
         "optimality": cert.reason,
         "verdict": v.text(),
+        "per_topic": None if cert.topics is None else _topic_fields(cert.topics, v.moves),
     }
+
+
+def _topic_fields(t: TopicLevel, moves: int) -> dict:
+    return {"mode": t.mode, "spread": _plain(t.spread), "worst_topic": t.worst_topic, "floor": _plain(t.floor),
+            "strict_met": t.strict_met, "strict_moves_bound": t.strict_moves, "text": t.text(moves)}
+
+
+def _plain(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)

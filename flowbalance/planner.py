@@ -89,7 +89,7 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     ctx.seconds["verify"] = time.perf_counter() - t
     changes = compare(r.before, after)
     ma = ma if ma is not None else measure(after)
-    cert = _certificate(ctx, after, changes, skipped)
+    cert = _certificate(ctx, after, changes, skipped, ma)
     ctx.seconds["total"] = time.perf_counter() - t0
     return Plan(before=r.before, after=after, target_rf=r.target_rf, movable=r.movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(ctx.ran),
@@ -132,7 +132,8 @@ def _verify(r: Resolved, after: ClusterState, skipped: bool) -> None:
         raise PlanVerificationError("a planned broker is above its disk capacity")
 
 
-def _certificate(ctx: Context, after: ClusterState, changes: Changes, skipped: bool) -> Certificate:
+def _certificate(ctx: Context, after: ClusterState, changes: Changes, skipped: bool,
+                 metrics_after: StateMetrics) -> Certificate:
     """The certificate from the plan and the stages' evidence (see ``flowbalance.certificate``)."""
     r, req = ctx.resolved, ctx.request
     notes = list(ctx.notes)
@@ -143,6 +144,7 @@ def _certificate(ctx: Context, after: ClusterState, changes: Changes, skipped: b
     return certify(r.before, after, r.target_rf, r.movable, req.strict_per_topic, changes=changes,
                    metrics_before=ctx.metrics_before, fewest=stage1.fewest if stage1 is not None else None,
                    context=lambda v: _reason_context(ctx, v), notes=tuple(notes),
+                   topic_mode=topic_mode(req), after_topics=metrics_after.topic,
                    bytes_objective=_bytes_certificate(ctx), disk=_disk_certificate(ctx, after, changes, skipped))
 
 
@@ -209,4 +211,10 @@ def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest 
         before = mark_removed(before, list(request.remove), "remove")
         after = after.with_brokers(before.brokers)
     movable = movable_rows(before, request, pinned)
-    return certify(before, after, after.rf.astype(np.int64), movable, request.strict_per_topic)
+    return certify(before, after, after.rf.astype(np.int64), movable, request.strict_per_topic,
+                   topic_mode=topic_mode(request))
+
+
+def topic_mode(request: PlanRequest) -> str:
+    """The certificate's per-topic mode for ``request``: "strict", "spread" or "off"."""
+    return request.per_topic_mode if request.per_topic else "off"

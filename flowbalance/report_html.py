@@ -126,7 +126,8 @@ def render_html(rep: dict, title: str = "flowbalance report") -> str:
                 ("changed partitions", f'{m["changed_partitions"]}')]
         out.append("<h2>Moves</h2>" + "".join(f'<div class="kpi">{escape(k)}<b>{escape(v)}</b></div>' for k, v in kpis)
                    + f"<div>{proof}; {m['reorder_only_partitions']} partitions reorder only, "
-                     f"{m['rf_changed_partitions']} change RF</div>")
+                     f"{m['rf_changed_partitions']} change RF</div>"
+                   + (f"<div>{escape(m['per_topic']['text'])}</div>" if m.get("per_topic") else ""))
     if rep["warnings"]:
         out.append("<h2>Warnings</h2>")
         for w in rep["warnings"]:

@@ -52,7 +52,7 @@ class PlanRequest:
     topics: str | None = None
     exclude_topics: str | None = None
     per_topic: bool = True
-    per_topic_mode: str = "strict"
+    per_topic_mode: str = "spread"
     strategy: str = "flow"
     objective: str = "moves"
     balance: str = "count"

@@ -49,9 +49,10 @@ def test_objective_bytes_equals_brute_force(cluster, per_topic, data):
     target = [len(r) for _, r in parts]
     if max(target) > len(live):
         return
-    best = oracle.min_moves_then_bytes(live, parts, target, rack, per_topic, list(state.size))
-    p_moves = plan(state, remove=remove, per_topic=per_topic)
-    p = plan(state, remove=remove, per_topic=per_topic, objective="bytes")
+    mode = data.draw(st.sampled_from(["strict", "spread"]))
+    best = oracle.min_moves_then_bytes(live, parts, target, rack, per_topic and mode == "strict", list(state.size))
+    p_moves = plan(state, remove=remove, per_topic=per_topic, per_topic_mode=mode)
+    p = plan(state, remove=remove, per_topic=per_topic, per_topic_mode=mode, objective="bytes")
     assert not len(rack_violations(p.after)) or not rack
     if best is None:
         return

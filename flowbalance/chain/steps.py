@@ -97,10 +97,8 @@ def _stage1_note(res: ReplicaResult) -> str:
 
 
 def _spread_note(res: ReplicaResult) -> str:
-    if res.network == "pooled":
-        return ("per-topic spread: chosen among the plans with the fewest moves for count balance (the flow "
-                "minimizes a graded per-topic excess after the moves; no move is spent on it)")
-    return "per-topic spread: not ranked (the full keep network balanced counts only, with the fewest moves)"
+    return (f"per-topic spread: chosen among the plans with the fewest moves for count balance (the {res.network} "
+            "network minimizes a graded per-topic excess after the moves; no move is spent on it)")
 
 
 class FewestBytes(Stage):
@@ -114,7 +112,8 @@ class FewestBytes(Stage):
 
     def run(self, ctx: Context) -> Outcome:
         r = ctx.resolved
-        res = fewest_bytes(r.before, ctx.current, r.target_rf, r.movable, per_topic=ctx.request.per_topic,
+        # per-topic targets bind here only when strict: bytes rank right after the moves, above per-topic spread
+        res = fewest_bytes(r.before, ctx.current, r.target_rf, r.movable, per_topic=ctx.request.strict_per_topic,
                            prefer=r.prefer)
         moves = compare(r.before, ctx.current).moves
         keep = Invariant("fewest moves", lambda s: compare(r.before, s).moves == moves)

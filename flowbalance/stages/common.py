@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..flow.network import Network
 from ..model import PAD, Brokers, ClusterState
 from ..racks import rack_bounds, rack_totals_fixed
 from ..targets import intervals, share_intervals  # noqa: F401 (share_intervals: used by the stages)
@@ -197,3 +198,36 @@ def pair_counts(idx: np.ndarray, lpos: np.ndarray, NL: int) -> np.ndarray:
     ok2 = (la >= 0) & (lf >= 0)
     np.add.at(out, (la[ok2], lf[ok2]), 1)
     return out
+
+
+TOPIC_STEPS = 3  # graded per-topic excess: the d-th unit beyond an interval costs min(d, STEPS + 1)
+
+
+def graded_move_cost(total: int) -> int:
+    """The cost of one move when per-topic balance ranks below the moves: above any difference in the graded
+    per-topic cost of ``total`` replicas (at most STEPS + 1 per replica, on either side)."""
+    return 2 * (TOPIC_STEPS + 1) * total + 1
+
+
+def graded_arcs(net: Network, tails: np.ndarray, heads: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 limit: np.ndarray) -> None:
+    """A soft interval [lo, hi] whose cost grows with the distance: the d-th unit above hi costs min(d, STEPS+1),
+    the d-th unit missing below lo as much (a convex cost, so a min-cost flow spreads a topic's excess over brokers
+    instead of piling it on one: a flat penalty per unit is indifferent between the two)."""
+    lo = np.minimum(np.maximum(lo, 0), limit)
+    hi = np.minimum(np.maximum(hi, lo), limit)
+    S = TOPIC_STEPS
+    segs = [(np.maximum(lo - S, 0), -(S + 1))]  # deep below the floor
+    for d in range(S, 0, -1):
+        segs.append(((lo >= d).astype(np.int64), -d))
+    segs.append((hi - lo, 0))
+    used = hi.copy()
+    for d in range(1, S + 1):
+        cap = (limit - used > 0).astype(np.int64)
+        segs.append((cap, d))
+        used = used + cap
+    segs.append((np.maximum(limit - used, 0), S + 1))
+    for cap, cost in segs:
+        keep = cap > 0
+        if keep.any():
+            net.add(tails[keep], heads[keep], cap[keep], cost)

@@ -26,7 +26,7 @@ from ..flow.network import Network, convex_arcs
 from ..model import ClusterState
 from ..racks import rack_bounds
 from ..targets import intervals, min_arrivals
-from .common import (StageInput, apply_changes_arrays, pair_counts, penalties, rack_forced_intervals,
+from .common import (StageInput, graded_arcs, graded_move_cost, apply_changes_arrays, pair_counts, penalties, rack_forced_intervals,
                      share_intervals)
 
 # realization arcs built at once before the candidate brokers per unit are limited (and enlarged on failure)
@@ -144,7 +144,7 @@ def balance_pooled(
 
     lexicographic = topics_after_moves and per_topic and move_cost is None
     # a move costs more than any difference in the per-topic cost (at most (STEPS + 1) per replica either way)
-    unit_cost = 2 * (_TOPIC_STEPS + 1) * total + 1 if lexicographic else 1
+    unit_cost = graded_move_cost(total) if lexicographic else 1
 
     def build(hard: bool, prune: bool):
         """The pooled network. With ``prune``, pools only feed (topic, broker) pairs below their ceiling (a
@@ -213,7 +213,7 @@ def balance_pooled(
             pt, pb = np.concatenate([pt, dt]), np.concatenate([pb, db])
         if per_topic and Pm:
             if lexicographic:
-                _graded_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], tcount[tsel // NL])
+                graded_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], tcount[tsel // NL])
             else:
                 convex_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], tcount[tsel // NL],
                             pen_topic)
@@ -270,33 +270,6 @@ def balance_pooled(
     replicas = apply_changes_arrays(state.replicas, mov[rel_rows], rel_cols, mov[unit_p], b.ids[live_idx[got]])
     return PooledResult(replicas=replicas, moves=moves, pruned=prune, rack_forced=forced_racks is not None, bound=lower_bound, arcs=net.num_arcs, nodes=net.num_nodes,
                         realize_rounds=rounds)
-
-
-_TOPIC_STEPS = 3
-
-
-def _graded_arcs(net: Network, tails: np.ndarray, heads: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                 limit: np.ndarray) -> None:
-    """A soft interval [lo, hi] whose cost grows with the distance: the d-th unit above hi costs min(d, STEPS+1),
-    the d-th unit missing below lo as much (a convex cost, so a min-cost flow spreads a topic's excess over brokers
-    instead of piling it on one: a flat penalty per unit is indifferent between the two)."""
-    lo = np.minimum(np.maximum(lo, 0), limit)
-    hi = np.minimum(np.maximum(hi, lo), limit)
-    S = _TOPIC_STEPS
-    segs = [(np.maximum(lo - S, 0), -(S + 1))]  # deep below the floor
-    for d in range(S, 0, -1):
-        segs.append(((lo >= d).astype(np.int64), -d))
-    segs.append((hi - lo, 0))
-    used = hi.copy()
-    for d in range(1, S + 1):
-        cap = (limit - used > 0).astype(np.int64)
-        segs.append((cap, d))
-        used = used + cap
-    segs.append((np.maximum(limit - used, 0), S + 1))
-    for cap, cost in segs:
-        keep = cap > 0
-        if keep.any():
-            net.add(tails[keep], heads[keep], cap[keep], cost)
 
 
 def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: np.ndarray, sub: np.ndarray,

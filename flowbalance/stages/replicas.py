@@ -20,8 +20,8 @@ from ..model import PAD, ClusterState
 from ..racks import rack_bounds
 from ..targets import intervals
 from .pooled import balance_pooled
-from .common import (COST_BOUND, StageInput, apply_changes, membership, pair_counts, penalties,
-                     rack_forced_intervals, share_intervals)
+from .common import (COST_BOUND, StageInput, apply_changes, graded_arcs, graded_move_cost, membership, pair_counts,
+                     penalties, rack_forced_intervals, share_intervals)
 
 
 # the full keep network is the fallback only up to this many candidate arcs (about 2 GiB in the solver)
@@ -56,8 +56,8 @@ def balance_replicas(
 ) -> ReplicaResult:
     """Stage 1: the pooled network, realized exactly; the full keep network when the realization fails.
     ``count_targets=False``: no broker intervals, only what must move moves (``--balance bytes``).
-    ``topics_after_moves``: per-topic balance ranks below the number of moves (see ``balance_pooled``); the keep
-    fallback then balances counts only (the fewest moves stay first)."""
+    ``topics_after_moves``: per-topic balance ranks below the number of moves (see ``balance_pooled``), in the
+    keep fallback too."""
     pooled = balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
                             lower_bound=lower_bound, count_targets=count_targets,
                             topics_after_moves=topics_after_moves)
@@ -70,8 +70,8 @@ def balance_replicas(
         raise PlanningError(
             f"the pooled optimum ({pooled.moves} moves) could not be realized and the full network would need "
             f"{int(movable.sum()) * live:,} arcs; plan fewer topics at a time (a topic scope) and report this case")
-    res = balance_keep(state, target_rf, movable, per_topic=per_topic and not topics_after_moves, racks=racks,
-                       prefer=prefer, count_targets=count_targets)
+    res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
+                       count_targets=count_targets, topics_after_moves=topics_after_moves)
     res.flow_bound = pooled.moves
     return res
 
@@ -87,11 +87,15 @@ def balance_keep(
     move_cost: np.ndarray | None = None,
     achieved: ClusterState | None = None,
     count_targets: bool = True,
+    topics_after_moves: bool = False,
 ) -> ReplicaResult:
     """Choose each movable partition's replica set; fixed partitions keep theirs but count toward totals.
 
     With ``move_cost`` (per movable partition) and ``achieved`` (an earlier plan), the intervals are hard and
-    widened to that plan's counts, and a move of partition p costs ``move_cost[p]`` (see ``balance_pooled``)."""
+    widened to that plan's counts, and a move of partition p costs ``move_cost[p]`` (see ``balance_pooled``).
+    ``topics_after_moves``: the per-topic intervals rank below the moves (a graded cost, as in the pooled network);
+    otherwise they rank above them (soft, by priority penalties)."""
+    graded = per_topic and topics_after_moves and move_cost is None
     si = StageInput.of(state, movable)
     b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
     live = b.live
@@ -139,9 +143,12 @@ def balance_keep(
     hint_max = 3
     sized = move_cost
     move_cost = (n_pref + 1) * (hint_max * total + 1)
-    use_hint = move_cost * (total + 1) * 64 * (net.num_nodes + Pm * NL + 1) < COST_BOUND and sized is None
+    use_hint = (move_cost * (total + 1) * 64 * (net.num_nodes + Pm * NL + 1) < COST_BOUND and sized is None
+                and not graded)
+    # a preferred arrival is cheaper by one bonus; every bonus together stays below one move
+    bonus = hint_max * total + 1 if use_hint else (graded_move_cost(total) if graded else 1)
     if not use_hint:
-        move_cost = n_pref + 1
+        move_cost = (n_pref + 1) * bonus
     if sized is None:
         pen = penalties(move_cost, total, net.num_nodes + Pm * NL, 3)
         pen_topic, pen_broker = pen[0], pen[2]  # pen[1], the rack level, is unused: the rack rule is hard
@@ -183,7 +190,7 @@ def balance_keep(
                 continue
             on_old = (state.replicas[mov] == old).any(axis=1)
             sel = np.flatnonzero(on_old) * NL + newpos
-            cost[sel] = np.where(keep[sel], 0, cost[sel] - (hint_max * total + 1 if use_hint else 1))
+            cost[sel] = np.where(keep[sel], 0, cost[sel] - bonus)
     tails = rnode[pp * K + rack_of_live[bb]] if use_racks else pnode[pp]
     heads = tnode[tpos_of[pp] * NL + bb] if per_topic else bnode[bb]
     cand = net.add(tails, heads, 1, cost)
@@ -198,7 +205,10 @@ def balance_keep(
             c_after = np.bincount(tpos_of[ar] * NL + lpos[asub[ar, ac]], minlength=Tm * NL)
             tlo, thi = np.minimum(tlo, c_after), np.maximum(thi, c_after)
         tcount = np.bincount(tpos_of, minlength=Tm).astype(np.int64)
-        convex_arcs(net, tnode, np.tile(bnode, Tm), tlo, thi, np.repeat(tcount, NL), pen_topic)
+        if graded:
+            graded_arcs(net, tnode, np.tile(bnode, Tm), tlo, thi, np.repeat(tcount, NL))
+        else:
+            convex_arcs(net, tnode, np.tile(bnode, Tm), tlo, thi, np.repeat(tcount, NL), pen_topic)
 
     # broker -> sink: soft cluster intervals, less the fixed partitions' replicas
     convex_arcs(net, bnode, sink, lo[live_idx] - fixed_c[live_idx], hi[live_idx] - fixed_c[live_idx],
