@@ -37,6 +37,9 @@ PerTopicOpt = typer.Option("spread", "--per-topic", metavar="spread|strict",
                            help="spread (default): the fewest moves for count balance first, then the most even "
                                 "topics among those plans; strict: every topic within its share first, then the "
                                 "fewest moves (can cost many times the minimum on Kafka-placed clusters).")
+ExtraMovesOpt = typer.Option("0", "--extra-moves", metavar="N|P%",
+                             help="Move budget beyond the fewest moves, spent where it most lowers the per-topic "
+                                  "spread: a number of moves, or a percentage of the replicas in scope (2%).")
 StrategyOpt = typer.Option("flow", "--strategy",
                            help="flow: fewest moves by flow networks (default); template: rotation-order templates "
                                 "matched to the partitions (even failover, more moves).")

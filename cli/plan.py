@@ -56,6 +56,7 @@ def plan_command(
     balance: str = o.BalanceOpt,
     disk_tolerance: float = o.DiskToleranceOpt,
     stages: str = typer.Option(",".join(STAGES), "--stages", help="Flow stages to run, of replicas,leaders,followers (always run in that order)."),
+    extra_moves: str = o.ExtraMovesOpt,
     rollback: o.PathOpt = typer.Option(None, "--rollback", help="Write the current assignment of changed partitions here."),
     election: o.PathOpt = typer.Option(None, "--election", help="Write partitions whose leader changes (kafka-leader-election)."),
     all_partitions: bool = typer.Option(False, "--all", help="Write every partition, not only the changed ones."),
@@ -70,7 +71,7 @@ def plan_command(
     """Plan a reassignment of CURRENT with the fewest replica moves, and write it for kafka-reassign-partitions."""
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic,
                   per_topic_mode=per_topic, strategy=strategy, objective=objective, balance=balance,
-                  disk_tolerance=disk_tolerance, stages=stages)
+                  disk_tolerance=disk_tolerance, stages=stages, extra_moves=extra_moves)
     outputs = [str(p) for p in (out, rollback, election) if p is not None]
     inputs = [str(p) for p in (current, brokers, sizes) if p is not None]
     check_outputs(outputs, inputs)

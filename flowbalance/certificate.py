@@ -240,6 +240,17 @@ def missed_targets(targets: CountTargets, before: ClusterState, after: ClusterSt
     return tuple(missed)
 
 
+def topic_excess(targets: CountTargets, after: ClusterState, movable: np.ndarray) -> int:
+    """The largest distance of a movable (topic, live broker) count outside its per-topic target interval (0: every
+    topic within its share). ``targets`` must have per-topic intervals (``count_targets(..., per_topic=True)``)."""
+    if targets.topic_lo is None or not movable.any():
+        return 0
+    live_idx, lpos = _live_positions(after)
+    tpos, T = _topic_matrix(after, movable)
+    c_tb = _tb_counts(after.replica_index[movable], tpos, lpos, T, len(live_idx))
+    return int(max(0, (targets.topic_lo - c_tb).max(initial=0), (c_tb - targets.topic_hi).max(initial=0)))
+
+
 def _same_rows(a: np.ndarray, b: np.ndarray) -> bool:
     w = max(a.shape[1], b.shape[1])
     pad = lambda x: np.pad(x, ((0, 0), (0, w - x.shape[1])), constant_values=-1)  # noqa: E731

@@ -152,6 +152,9 @@ def _reason_context(ctx: Context, v: MovesVerdict) -> str:
     """What the stages add to the verdict's reason (what the plan aimed at, which stage made extra moves)."""
     if ctx.request.balance == "bytes":
         return "balance bytes: disk use is the target, not replica counts (see the disk line)"
+    budget = ctx.evidence.get("budget")
+    if budget is not None and budget.spent > 0 and not v.proven:
+        return f"the move budget spent {budget.spent:,} moves beyond the fewest on per-topic balance (see its note)"
     if v.proven or not v.targets_met:
         return ""
     if "templates" in ctx.evidence:

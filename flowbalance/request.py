@@ -24,7 +24,7 @@ FLAGS = {
     "remove": "--remove", "add": "--add", "replace": "--replace", "replication_factor": "--replication-factor",
     "topic_rf": "--topic-rf", "topics": "--topics", "exclude_topics": "--exclude-topics",
     "per_topic": "--no-per-topic", "per_topic_mode": "--per-topic", "strategy": "--strategy", "objective": "--objective", "balance": "--balance",
-    "disk_tolerance": "--disk-tolerance", "stages": "--stages",
+    "disk_tolerance": "--disk-tolerance", "stages": "--stages", "extra_moves": "--extra-moves",
 }
 # fleet.json keys that say how a cluster's files are read (used at ingest, not part of the request)
 INPUT_KEYS = ("current", "brokers", "sizes", "format", "disable_rack_aware", "from_target", "move_unhealthy")
@@ -42,7 +42,9 @@ class PlanRequest:
     or ``template`` (rotation-order templates placed by matching). ``objective``: ``moves`` or ``bytes`` (the
     fewest bytes among the fewest-move plans). ``balance``: ``count``, ``count+bytes`` or ``bytes`` (disk use
     within ``disk_tolerance`` × each broker's share). ``stages``: which flow stages run (always in the chain's
-    order: replicas, leaders, followers)."""
+    order: replicas, leaders, followers). ``extra_moves``: a move budget beyond the fewest moves, spent where it
+    most lowers the per-topic spread: a number of moves (``500``) or a percentage of the replicas in scope
+    (``"2%"``); 0 spends nothing."""
 
     remove: tuple[int, ...] = ()
     add: tuple[int, ...] = ()
@@ -58,6 +60,7 @@ class PlanRequest:
     balance: str = "count"
     disk_tolerance: float = 1.05
     stages: tuple[str, ...] = STAGES
+    extra_moves: int | str = 0
 
     def __post_init__(self) -> None:
         # accept lists, sets and mappings; store tuples, so the request is hashable and compares by value
@@ -94,6 +97,11 @@ class PlanRequest:
     def disk_balance(self) -> bool:
         return self.balance != "count"
 
+    def extra_moves_for(self, replicas: int) -> int:
+        """The move budget in moves, for a plan whose scope holds ``replicas`` replicas (a percentage rounds down)."""
+        count, percent = parse_extra_moves(self.extra_moves)
+        return count if percent is None else int(math.floor(replicas * percent / 100.0 + 1e-9))
+
     def with_changes(self, **changes: Any) -> "PlanRequest":
         return _replace(self, **changes)
 
@@ -119,6 +127,7 @@ class PlanRequest:
                 or not 1.0 <= float(tol) <= 10.0:
             raise RequestError("disk_tolerance", "must be a number from 1.0 to 10.0 (max/mean disk use)", tol)
         _check_stages(self.stages)
+        parse_extra_moves(self.extra_moves)
         _check_combinations(self)
         return self
 
@@ -166,12 +175,33 @@ def _from_json_value(key: str, value: Any) -> Any:
         raise RequestError("topic_rf", "expected {\"topic\": n}", value)
     if key in ("strategy", "objective", "balance", "per_topic_mode") and not isinstance(value, str):
         raise RequestError(key, "expected a text", value)
+    if key == "extra_moves" and (isinstance(value, bool) or not isinstance(value, (int, str))):
+        raise RequestError(key, "expected a number of moves or a text like \"2%\"", value)
     if key == "disk_tolerance" and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise RequestError(key, "expected a number", value)
     return value
 
 
 # ---- field checks --------------------------------------------------------------------------------
+
+def parse_extra_moves(value: Any) -> tuple[int, float | None]:
+    """``extra_moves`` as (moves, None) or (0, percent): an integer >= 0, its text, or "P%" with 0 <= P <= 100."""
+    if type(value) is int and value >= 0:
+        return value, None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit() and len(text) <= 12:
+            return int(text), None
+        if text.endswith("%"):
+            try:
+                p = float(text[:-1])
+            except ValueError:
+                p = math.nan
+            if math.isfinite(p) and 0.0 <= p <= 100.0:
+                return 0, p
+    raise RequestError("extra_moves", "expected a number of moves (0 or more) or a percentage of the replicas "
+                                      "from 0% to 100%", value)
+
 
 def _check_ids(ids: Any, name: str) -> None:
     if not isinstance(ids, tuple) or not all(type(x) is int and x >= 0 for x in ids):
@@ -237,6 +267,12 @@ def _check_combinations(r: PlanRequest) -> None:
             if new in named:
                 raise RequestError(("replace", name), f"the new broker {new} is also named in {name}",
                                    f"{old}:{new}")
+    if r.extra_moves_for(1_000_000) > 0:
+        for name, value, ok in (("strategy", r.strategy, "flow"), ("objective", r.objective, "moves"),
+                                ("balance", r.balance, "count")):
+            if value != ok:
+                raise RequestError(("extra_moves", name), f"a move budget is spent on per-topic balance with "
+                                                          f"{name} {ok} only (got {name} {value})", r.extra_moves)
     if r.strategy == "template" and r.stages != STAGES:
         raise RequestError("stages", "the template strategy places and orders replicas together; stages applies to "
                            "the flow strategy", ",".join(r.stages))

@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 from flowbalance import InputError, PlanRequest, plan
 from flowbalance.model import Brokers, ClusterState
 from flowbalance.stages.pooled import balance_pooled
+from flowbalance.stages.replicas import balance_keep
 
 from .plan_oracle import intervals
 
 
-STEPS = 3  # flowbalance.stages.pooled._TOPIC_STEPS
+STEPS = 3  # flowbalance.stages.common.TOPIC_STEPS
 
 
 def graded(n: int) -> int:
@@ -105,6 +106,10 @@ def test_fewest_moves_first_then_least_per_topic_excess(case):
                        for a, b in zip(res.replicas, state.replicas))
         assert arrivals == want[0]
         assert topic_excess(planned) == want[1]
+    # the full keep network (stage 1's fallback) ranks topics the same way
+    keep = balance_keep(state, state.rf.astype(np.int64), every, per_topic=True, topics_after_moves=True)
+    arrivals = sum(len(set(a[a >= 0].tolist()) - set(b[b >= 0].tolist())) for a, b in zip(keep.replicas, state.replicas))
+    assert (arrivals, topic_excess(state.with_replicas(keep.replicas))) == want
 
 
 # ---- the request option, end to end --------------------------------------------------------------------------

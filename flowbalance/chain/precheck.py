@@ -24,7 +24,9 @@ def meets_every_target(r: Resolved) -> bool:
     if state.has_sizes and replicas_on:
         if above_capacity(state) or (req.disk_balance and not disk_within(state, req.disk_tolerance)):
             return False
-    if not _counts_at_target(state, req.strict_per_topic, replicas_on, req.balance == "bytes"):
+    # per-topic balance is a target when strict, or when a move budget is given to spend on it
+    budget = req.topics_after_moves and req.extra_moves_for(int(np.asarray(r.target_rf)[r.movable].sum())) > 0
+    if not _counts_at_target(state, req.strict_per_topic or budget, replicas_on, req.balance == "bytes"):
         return False
     if "leaders" in req.stages and not leaders_balanced(state, req.per_topic):
         return False

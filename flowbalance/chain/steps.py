@@ -22,6 +22,7 @@ from ..stages.replicas import ReplicaResult, balance_replicas
 from ..summary import format_bytes
 from ..templates.place import TemplateResult, place_by_templates
 from .base import Context, Invariant, Outcome, Stage
+from .budget import TopicBudget
 from .precheck import leaders_balanced, must_change
 
 
@@ -232,7 +233,7 @@ def _template_note(res: TemplateResult) -> str:
 
 
 def flow_chain() -> tuple[Stage, ...]:
-    return (ReplicaCounts(), FewestBytes(), Disk(), Leaders(), Followers())
+    return (ReplicaCounts(), TopicBudget(), FewestBytes(), Disk(), Leaders(), Followers())
 
 
 def template_chain() -> tuple[Stage, ...]:

@@ -231,3 +231,10 @@ def graded_arcs(net: Network, tails: np.ndarray, heads: np.ndarray, lo: np.ndarr
         keep = cap > 0
         if keep.any():
             net.add(tails[keep], heads[keep], cap[keep], cost)
+
+
+def widen(lo: np.ndarray, hi: np.ndarray, slack: int) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals [lo, hi] widened by ``slack`` on each side (never below 0)."""
+    if not slack:
+        return lo, hi
+    return np.maximum(lo - slack, 0), hi + slack

@@ -26,7 +26,7 @@ from ..flow.network import Network, convex_arcs
 from ..model import ClusterState
 from ..racks import rack_bounds
 from ..targets import intervals, min_arrivals
-from .common import (StageInput, graded_arcs, graded_move_cost, apply_changes_arrays, pair_counts, penalties, rack_forced_intervals,
+from .common import (StageInput, graded_arcs, graded_move_cost, widen, apply_changes_arrays, pair_counts, penalties, rack_forced_intervals,
                      share_intervals)
 
 # realization arcs built at once before the candidate brokers per unit are limited (and enlarged on failure)
@@ -63,12 +63,17 @@ def balance_pooled(
     achieved: ClusterState | None = None,
     count_targets: bool = True,
     topics_after_moves: bool = False,
+    move_weight: int | None = None,
+    topic_slack: int = 0,
 ) -> PooledResult:
     """Solve the pooled network, then realize its pooled units as concrete arrivals.
 
     ``topics_after_moves``: per-topic balance ranks below the number of moves (broker intervals, then the fewest
     moves, then the least per-topic excess over the topics' intervals): a move costs more than the worst per-topic
     excess, so per-topic balance only chooses among the plans with the fewest moves for count balance.
+    ``topic_slack``: every (topic, broker) interval widened by this many replicas on each side (the move
+    budget's per-topic targets). ``move_weight`` (with ``topics_after_moves``) lowers that cost: a move is then worth ``move_weight`` units of
+    graded per-topic excess, so moves are traded for per-topic balance (the move budget's parametric search).
 
     ``move_cost`` (int64 per movable partition) replaces the unit cost of a move (the bytes objective); then
     ``achieved`` (an earlier plan) widens every interval to that plan's counts and the intervals are hard, so the
@@ -112,7 +117,7 @@ def balance_pooled(
     tcount = np.bincount(tpos, minlength=Tm).astype(np.int64)
     if per_topic and Pm:
         rt = np.bincount(tpos, weights=kp, minlength=Tm).astype(np.int64)
-        tlo, thi = share_intervals(rt, b.weight[live_idx])
+        tlo, thi = widen(*share_intervals(rt, b.weight[live_idx]), topic_slack)
         c_tb = np.bincount(tpos[kr] * NL + kb, minlength=Tm * NL)
     forced_racks = (rack_forced_intervals(b, live_idx, rack_of_live, K, kp, fixed_c,
                                           tpos if (per_topic and Pm) else None, Tm)
@@ -120,7 +125,7 @@ def balance_pooled(
     if forced_racks is not None:
         lo, hi = forced_racks[0], forced_racks[1]
         if per_topic and Pm:
-            tlo, thi = forced_racks[2], forced_racks[3]
+            tlo, thi = widen(forced_racks[2], forced_racks[3], topic_slack)
         # the lower bounds for these targets (M* and the per-topic sum, as in targets.min_arrivals)
         c_all = np.bincount(idx[idx >= 0], minlength=N)
         lower_bound = min_arrivals(c_all, total, lo, hi, live)
@@ -144,7 +149,7 @@ def balance_pooled(
 
     lexicographic = topics_after_moves and per_topic and move_cost is None
     # a move costs more than any difference in the per-topic cost (at most (STEPS + 1) per replica either way)
-    unit_cost = graded_move_cost(total) if lexicographic else 1
+    unit_cost = (move_weight or graded_move_cost(total)) if lexicographic else 1
 
     def build(hard: bool, prune: bool):
         """The pooled network. With ``prune``, pools only feed (topic, broker) pairs below their ceiling (a
@@ -192,7 +197,9 @@ def balance_pooled(
         # hi_r <= the rack's live brokers), so its level is unused
         pen_topic, _, pen_broker = [None] * 3 if hard else penalties(1, total, net.num_nodes, 3)
         if lexicographic:  # topics below moves: 1 per unit of excess; brokers above every move when soft
-            pen_topic, pen_broker = 1, None if hard else penalties(unit_cost, total, net.num_nodes, 1)[0]
+            # (above the graded per-topic cost even when the move budget makes a move cheap)
+            top = max(unit_cost, graded_move_cost(total))
+            pen_topic, pen_broker = 1, None if hard else penalties(top, total, net.num_nodes, 1)[0]
         if forced_racks is not None:
             src, move_cap = rnode.reshape(Pm, K), cap_r.ravel()
         elif use_racks:
@@ -262,7 +269,8 @@ def balance_pooled(
         # another optimum of the unpruned relaxation may be realizable
         return balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
                               lower_bound=lower_bound, allow_prune=False, move_cost=move_cost, achieved=achieved,
-                              count_targets=count_targets, topics_after_moves=topics_after_moves)
+                              count_targets=count_targets, topics_after_moves=topics_after_moves,
+                              move_weight=move_weight, topic_slack=topic_slack)
     if got is None:
         return PooledResult(replicas=None, moves=moves, pruned=prune, rack_forced=forced_racks is not None, bound=lower_bound, arcs=net.num_arcs, nodes=net.num_nodes,
                             realize_rounds=rounds)

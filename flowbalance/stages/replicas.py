@@ -21,7 +21,7 @@ from ..racks import rack_bounds
 from ..targets import intervals
 from .pooled import balance_pooled
 from .common import (COST_BOUND, StageInput, apply_changes, graded_arcs, graded_move_cost, membership, pair_counts,
-                     penalties, rack_forced_intervals, share_intervals)
+                     penalties, rack_forced_intervals, share_intervals, widen)
 
 
 # the full keep network is the fallback only up to this many candidate arcs (about 2 GiB in the solver)
@@ -53,14 +53,17 @@ def balance_replicas(
     lower_bound: int | None = None,
     count_targets: bool = True,
     topics_after_moves: bool = False,
+    move_weight: int | None = None,
+    topic_slack: int = 0,
 ) -> ReplicaResult:
     """Stage 1: the pooled network, realized exactly; the full keep network when the realization fails.
     ``count_targets=False``: no broker intervals, only what must move moves (``--balance bytes``).
     ``topics_after_moves``: per-topic balance ranks below the number of moves (see ``balance_pooled``), in the
-    keep fallback too."""
+    keep fallback too; ``move_weight``: what a move is worth in graded per-topic excess (see ``balance_pooled``)."""
     pooled = balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
                             lower_bound=lower_bound, count_targets=count_targets,
-                            topics_after_moves=topics_after_moves)
+                            topics_after_moves=topics_after_moves, move_weight=move_weight,
+                            topic_slack=topic_slack)
     if pooled.replicas is not None:
         return ReplicaResult(replicas=pooled.replicas, arcs=pooled.arcs, nodes=pooled.nodes, network="pooled",
                              flow_bound=pooled.moves, pruned=pooled.pruned, rack_forced=pooled.rack_forced,
@@ -71,7 +74,8 @@ def balance_replicas(
             f"the pooled optimum ({pooled.moves} moves) could not be realized and the full network would need "
             f"{int(movable.sum()) * live:,} arcs; plan fewer topics at a time (a topic scope) and report this case")
     res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
-                       count_targets=count_targets, topics_after_moves=topics_after_moves)
+                       count_targets=count_targets, topics_after_moves=topics_after_moves, move_weight=move_weight,
+                            topic_slack=topic_slack)
     res.flow_bound = pooled.moves
     return res
 
@@ -88,6 +92,8 @@ def balance_keep(
     achieved: ClusterState | None = None,
     count_targets: bool = True,
     topics_after_moves: bool = False,
+    move_weight: int | None = None,
+    topic_slack: int = 0,
 ) -> ReplicaResult:
     """Choose each movable partition's replica set; fixed partitions keep theirs but count toward totals.
 
@@ -149,8 +155,11 @@ def balance_keep(
     bonus = hint_max * total + 1 if use_hint else (graded_move_cost(total) if graded else 1)
     if not use_hint:
         move_cost = (n_pref + 1) * bonus
+    if graded and move_weight:  # the move budget's trade: no replacement bonus below a move worth this little
+        move_cost, bonus = move_weight, 0
     if sized is None:
-        pen = penalties(move_cost, total, net.num_nodes + Pm * NL, 3)
+        top = max(move_cost, graded_move_cost(total)) if graded else move_cost
+        pen = penalties(top, total, net.num_nodes + Pm * NL, 3)
         pen_topic, pen_broker = pen[0], pen[2]  # pen[1], the rack level, is unused: the rack rule is hard
     else:
         pen_topic = pen_broker = None
@@ -198,7 +207,8 @@ def balance_keep(
     # (topic, broker) -> broker: per-topic soft intervals
     if per_topic and Tm:
         rt = np.bincount(tpos_of, weights=trf[mov], minlength=Tm).astype(np.int64)
-        tlo, thi = share_intervals(rt, b.weight[live_idx]) if forced is None else (forced[2], forced[3])
+        tlo, thi = widen(*(share_intervals(rt, b.weight[live_idx]) if forced is None else (forced[2], forced[3])),
+                         topic_slack)
         if sized is not None:
             asub = achieved.replica_index[mov]
             ar, ac = np.nonzero(asub >= 0)
