@@ -141,3 +141,20 @@ def test_fleet_entry_takes_extra_moves():
     with pytest.raises(Exception) as err:
         PlanRequest.from_json({"extra_moves": [1]}, "fleet.json: clusters.a")
     assert "clusters.a.extra_moves" in str(err.value.line({}) if hasattr(err.value, "line") else err.value)
+
+
+def test_method_md_shows_what_the_commands_print(tmp_path, run_cli):
+    """docs/method.md's 40-broker example: the lines it shows are the ones plan prints."""
+    from .conftest import ROOT
+
+    doc = (ROOT / "docs" / "method.md").read_text()
+    g = tmp_path / "k40"
+    code, _, err = run_cli("generate", "--brokers", "40", "--topics", "300", "--layout", "kafka", "--history", "3",
+                           "--rf", "3", "-o", str(g))
+    assert code == 0, err
+    for budget, lines in (("0", 2), ("5%", 3)):
+        code, text, err = run_cli("plan", str(g / "assignment.json"), "--brokers", str(g / "brokers.csv"), "--add",
+                                  "40,41", "--extra-moves", budget, "-o", str(tmp_path / "p.json"))
+        assert code == 0, err
+        shown = [ln for ln in text.splitlines() if ln.startswith(("Replica moves", "Per-topic", "note: move budget"))]
+        assert len(shown) == lines and all(ln in doc for ln in shown), shown
