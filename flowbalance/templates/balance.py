@@ -16,11 +16,11 @@ Which slots change is a min-cost flow over (group, broker) pools, one group per 
 * first the brokers above their interval give, to brokers below it (arcs of cost -BIG: those first) or below
   their ceiling; once none is above, brokers above their floor give to those below it. Every unit brings one
   broker closer to its interval, so the templates change no more than the counts need;
-* the templates' own bound of a group (Σ_b max(0, template count - current count), the moves no matching avoids)
-  falls by one for each template replica taken from a broker where the group has more templates than replicas,
-  and rises by one for each added where it already has as many: ``W_MOVE`` per unit;
 * then the slot (``SLOT_COST``): a follower after the first, so leaders and (leader, first follower) pairs keep
   the templates' balance; a first follower next (RF 2); a leader last (RF 1, or weights that need it);
+* then the moves: the templates' own bound of a group (Σ_b max(0, template count - current count), the moves no
+  matching avoids) falls by one for each template replica taken from a broker where the group has more templates
+  than replicas, and rises by one for each added where it already has as many (``W_MOVE`` per unit);
 * then the group's own balance (a topic's template count within its share).
 
 The targets are narrowed first (``spread_targets``) so that with broker weights the weighted spread is at most 1,
@@ -36,11 +36,15 @@ from ..flow.mincost import solve_min_cost
 from ..flow.network import Network
 from ..model import Brokers
 from ..racks import rack_bounds
+from ..targets import intervals
 
-W_MOVE = 8  # one unit of the templates' bound (a move) outweighs every tie-break of one slot change
-SLOT_COST = (0, 2, 4)  # slot class 0: a follower after the first; 1: the first follower; 2: the leader
-BIG = 64  # a unit that brings a broker into its interval outweighs any path's costs
+# per unit, lexicographically: the slot (the templates' leader and pair balance), then the moves (the templates'
+# own bound, ±W_MOVE per side), then the group's share (1 per side)
+SLOT_COST = (0, 16, 32)  # slot class 0: a follower after the first; 1: the first follower; 2: the leader
+W_MOVE = 4
+BIG = 128  # a unit that brings a broker into its interval outweighs any path's costs
 ROUNDS = 8
+FREE_POOLS = 16  # pools per group kept for brokers that only may (not must) give or receive
 
 
 def slot_class(k: int) -> np.ndarray:
@@ -77,6 +81,25 @@ class TemplateCounts:
         for t in self.tmpls:
             c += np.bincount(t.ravel(), minlength=self.N)
         return c
+
+    def settled(self) -> bool:
+        """Every live broker within its interval."""
+        over, under = _outside(self, self.counts())
+        return not (over.any() or under.any())
+
+    def retarget_within_racks(self) -> None:
+        """Targets each rack's brokers share the rack's current total by (when the cluster-wide targets cannot be
+        met: the rack rule holds some racks' totals away from them); slots then only pass within a rack, so the
+        rack totals, and with them the cluster-wide maximum and minimum, can only come closer."""
+        c = self.counts()
+        live, rack = self.b.live, self.b.rack.astype(np.int64)
+        lo, hi = np.zeros(self.N, dtype=np.int64), np.zeros(self.N, dtype=np.int64)
+        for r in np.unique(rack[live]):
+            members = live & (rack == r)
+            a, z = intervals(int(c[members].sum()), self.b.weight, members)
+            lo[members], hi[members] = a[members], z[members]
+        self.key = rack
+        self.lo, self.hi = spread_targets(lo, hi, c, self.b, rack)
 
     def rack_rule(self, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Per rack (lo, hi) replicas of one k-tuple, or None without racks."""
@@ -120,11 +143,11 @@ def balance_templates(tc: TemplateCounts) -> int:
     for _ in range(ROUNDS):
         c = tc.counts()
         over, under = _outside(tc, c)
-        if not (over.any() or under.any()):
-            return changed
-        done = _one_round(tc, c, over, under)
+        done = _one_round(tc, c, over, under, True) if over.any() else 0
+        if not done and under.any():  # nothing above, or what is above cannot give (partitions not moved)
+            done = _one_round(tc, c, over, under, False)
         changed += done
-        if done == 0:
+        if not done:
             break
     return changed + _augment(tc)
 
@@ -135,17 +158,17 @@ def _outside(tc: TemplateCounts, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return live & (c > tc.hi), live & (c < tc.lo)
 
 
-def _one_round(tc: TemplateCounts, c: np.ndarray, over: np.ndarray, under: np.ndarray) -> int:
-    """Solve the pooled flow from the counts ``c`` and realize it; the slots changed. Brokers above their
-    interval give to brokers below their ceiling (those below their floor first); when none is above, brokers
-    above their floor give to those below it."""
+def _one_round(tc: TemplateCounts, c: np.ndarray, over: np.ndarray, under: np.ndarray, from_over: bool) -> int:
+    """Solve the pooled flow from the counts ``c`` and realize it; the slots changed. ``from_over``: brokers above
+    their interval give to brokers below their ceiling (those below their floor first); otherwise brokers above
+    their floor give to those below it."""
     live = tc.b.live
     zero = np.zeros(tc.N, dtype=np.int64)
-    if over.any():
+    if from_over:
         take_free = np.where(live & ~under & (c < tc.hi), tc.hi - c, 0)
         caps = (np.where(over, c - tc.hi, 0), zero, np.where(under, tc.lo - c, 0), take_free)
     else:
-        caps = (zero, np.where(live & (c > tc.lo), c - tc.lo, 0), np.where(under, tc.lo - c, 0), zero)
+        caps = (zero, np.where(live & ~over & (c > tc.lo), c - tc.lo, 0), np.where(under, tc.lo - c, 0), zero)
     p = _Pools(tc, caps[0] + caps[1] > 0, caps[2] + caps[3] > 0)
     net, arcs = _network(tc, p, *caps)
     flow, _ = solve_min_cost(net)
@@ -205,6 +228,12 @@ def _network(tc: TemplateCounts, p: _Pools, give_forced, give_free, take_forced,
     og, oa = np.nonzero((S_all > 0) & p.give[None, :])
     room = p.m[:, None] - p.T  # tuples of the group without the broker
     ig, ib = np.nonzero((room > 0) & p.take[None, :])
+    # brokers that must give or receive keep every pool; the others only their best few per group (enough for
+    # the few units they serve, and the network stays small on large clusters)
+    keep = _best_per_group(og, (p.S[0, og, oa] > 0) * (1 << 20) + p.T[og, oa] - p.C[og, oa], give_forced[oa] > 0)
+    og, oa = og[keep], oa[keep]
+    keep = _best_per_group(ig, p.C[ig, ib] - p.T[ig, ib], take_forced[ib] > 0)
+    ig, ib = ig[keep], ib[keep]
     gout, gin = net.nodes(len(og)), net.nodes(len(ig))
     K = int(tc.key.max(initial=0)) + 1
     hub_key = np.unique(np.concatenate([og * K + tc.key[oa], ig * K + tc.key[ib]]))
@@ -230,6 +259,17 @@ def _network(tc: TemplateCounts, p: _Pools, give_forced, give_free, take_forced,
     sup[S], sup[T] = supply, -supply
     net.set_supply(sup)
     return net, dict(og=og, oa=oa, ig=ig, ib=ib, slot_arcs=slot_arcs, recv_arcs=recv_arcs)
+
+
+def _best_per_group(g: np.ndarray, score: np.ndarray, always: np.ndarray, per_group: int = FREE_POOLS
+                    ) -> np.ndarray:
+    """Mask over pools (group ``g``): the ``always`` ones, and the ``per_group`` highest scores of each group."""
+    order = np.lexsort((-score, g))
+    gs = g[order]
+    first = np.searchsorted(gs, gs, side="left")
+    rank = np.empty(len(g), dtype=np.int64)
+    rank[order] = np.arange(len(g)) - first
+    return always | (rank < per_group)
 
 
 def _realize(tc: TemplateCounts, p: _Pools, arcs: dict, flow: np.ndarray, room: np.ndarray) -> int:
@@ -299,7 +339,7 @@ def _pick(tc: TemplateCounts, row: np.ndarray, a: int, s: int, want: np.ndarray,
     """The broker (want > 0, same key as a, not in the tuple, rack rule kept) to take a's slot of class s: for a
     first follower the least used pair with the leader, then the largest want; -1 when none fits."""
     cand = np.flatnonzero(want > 0)
-    cand = cand[(tc.key[cand] == tc.key[a]) & ~np.isin(cand, row)]
+    cand = cand[(tc.key[cand] == tc.key[a]) & (cand[:, None] != row[None, :]).all(axis=1)]
     if rule is not None and len(cand):
         cand = cand[_rack_ok(tc, row, a, cand, rule)]
     if not len(cand):
@@ -324,35 +364,71 @@ def _rack_ok(tc: TemplateCounts, row: np.ndarray, a: int, cand: np.ndarray, rule
 def _augment(tc: TemplateCounts) -> int:
     """While a broker is outside its interval: the shortest chain a → x → ... → b of slot changes (a gives a slot
     to x in one tuple, x gives one to the next broker in another, ...) from a broker that may give to one that
-    may receive, found by breadth-first search over brokers; brokers inside the chain keep their counts."""
+    may receive, found by breadth-first search over brokers; brokers inside the chain keep their counts. The
+    edges are exact for one change (a tuple holds a, not x, and keeps the rack rule with x for a), so a chain
+    fails only when its own earlier changes took a witness away: that edge is then dropped."""
     changed = 0
-    blocked = np.zeros((tc.N, tc.N), dtype=bool)  # edges the rack rule refused in every tuple
-    for _ in range(4 * tc.N + int(np.abs(tc.counts() - np.clip(tc.counts(), tc.lo, tc.hi)).sum())):
+    blocked = np.zeros((tc.N, tc.N), dtype=bool)
+    failures = 0
+    while failures <= tc.N:
         c = tc.counts()
         over, under = _outside(tc, c)
         if not (over.any() or under.any()):
             break
         live = tc.b.live
-        src = over if over.any() else live & (c > tc.lo)
-        dst = (live & (c < tc.hi)) if over.any() else under
-        path = _shortest_chain(_edges(tc) & ~blocked, src, dst)
+        E = _edges(tc) & ~blocked
+        path = _shortest_chain(E, over, live & (c < tc.hi)) if over.any() else None
+        if path is None and under.any():
+            path = _shortest_chain(E, live & ~over & (c > tc.lo), under)
         if path is None:
             break
         for u, v in zip(path[:-1], path[1:]):
             if not _give_slot(tc, u, v):
                 blocked[u, v] = True
+                failures += 1
                 break
             changed += 1
     return changed
 
 
+def _receivable(racks_t: np.ndarray, pos: np.ndarray, rule) -> np.ndarray:
+    """[rows, racks]: the racks whose brokers may take position ``pos[row]`` of each tuple (rack indices
+    ``racks_t``) under the rack rule (per rack lo, hi)."""
+    lo, hi = rule
+    m, R = len(racks_t), len(hi)
+    rows = np.arange(m)
+    cnt = np.zeros((m, R), dtype=np.int64)
+    for j in range(racks_t.shape[1]):
+        cnt[rows, racks_t[:, j]] += 1
+    ra = racks_t[rows, pos]
+    recv = (cnt < hi[None, :]) & (cnt[rows, ra] > lo[ra])[:, None]
+    recv[rows, ra] = True
+    return recv
+
+
 def _edges(tc: TemplateCounts) -> np.ndarray:
-    """E[a, x]: some tuple holds a and not x (a may give x a slot), same hub key, both live."""
+    """E[a, x]: some tuple holds a and not x, and keeps the rack rule with x in a's place; same key, both live."""
     N = tc.N
-    held = tc.counts() - tc.fixed
-    keys = [t[:, i] * N + t[:, j] for t in tc.tmpls for i in range(t.shape[1]) for j in range(t.shape[1]) if i != j]
-    both = np.bincount(np.concatenate(keys), minlength=N * N) if keys else np.zeros(N * N, dtype=np.int64)
-    E = (held[:, None] - both.reshape(N, N)) > 0
+    R = len(tc.rack_sizes) if tc.racks else 1
+    rack = tc.b.rack.astype(np.int64) if tc.racks else np.zeros(N, dtype=np.int64)
+    can_keys, both_keys = [], []  # [a, r]: tuples holding a where rack r may replace it; [a, x]: ... x already in
+    for t in tc.tmpls:
+        m, k = t.shape
+        rule = tc.rack_rule(k)
+        racks_t = rack[t]
+        for i in range(k):
+            a = t[:, i]
+            recv = _receivable(racks_t, np.full(m, i), rule) if rule is not None else np.ones((m, 1), dtype=bool)
+            r_idx, c_idx = np.nonzero(recv)
+            can_keys.append(a[r_idx] * R + c_idx)
+            for j in range(k):
+                if j != i:
+                    ok = recv[np.arange(m), racks_t[:, j]]
+                    both_keys.append(a[ok] * N + t[ok, j])
+    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
+    can = np.bincount(cat(can_keys), minlength=N * R).reshape(N, R)
+    both = np.bincount(cat(both_keys), minlength=N * N).reshape(N, N)
+    E = (can[:, rack] - both) > 0
     E &= tc.key[:, None] == tc.key[None, :]
     E &= tc.b.live[:, None] & tc.b.live[None, :]
     np.fill_diagonal(E, False)
@@ -392,8 +468,8 @@ def _give_slot(tc: TemplateCounts, u: int, v: int) -> bool:
             continue
         ok = ~(t[rows] == v).any(axis=1)
         rule = tc.rack_rule(t.shape[1])
-        if rule is not None:
-            ok &= np.array([_rack_ok(tc, t[r], u, np.array([v]), rule)[0] for r in rows]) if ok.any() else ok
+        if rule is not None and ok.any():
+            ok &= _receivable(tc.b.rack.astype(np.int64)[t[rows]], cols, rule)[:, tc.b.rack[v]]
         if not ok.any():
             continue
         cls = slot_class(t.shape[1])[cols[ok]]

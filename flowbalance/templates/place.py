@@ -138,7 +138,11 @@ def _balance_counts(state: ClusterState, target_rf: np.ndarray, movable: np.ndar
     fixed_rows = state.replica_index[~movable]
     fixed = np.bincount(fixed_rows[fixed_rows >= 0], minlength=len(b)).astype(np.int64)
     tc = TemplateCounts(tmpls, curs, fixed, targets.lo, targets.hi, b, targets.within_racks)
-    return balance_templates(tc)
+    changed = balance_templates(tc)
+    if b.has_racks and not tc.settled():  # the rack rule keeps some rack from its share: even out within racks
+        tc.retarget_within_racks()
+        changed += balance_templates(tc)
+    return changed
 
 
 def _arrivals_bound(cur: np.ndarray, tmpl: np.ndarray, n: int) -> int:
