@@ -26,6 +26,7 @@ try:  # Ctrl-C while the command line loads (numpy, typer, ...): one line, not a
     from .check import check
     from .compare import compare
     from .fleet import fleet
+    from .frontier import frontier_command
     from .generate import generate
     from .plan import plan_command
     from .render import escape_controls
@@ -62,6 +63,7 @@ app.command("check")(check)
 app.command("generate")(generate)
 app.command("plan")(plan_command)
 app.command("compare")(compare)
+app.command("frontier")(frontier_command)
 app.command("batches")(batches)
 app.command("report")(report)
 app.command("fleet")(fleet)
