@@ -1,0 +1,189 @@
+"""Failover stage: every movable partition's leader and first follower chosen jointly, for the most even failover.
+
+The replica sets are fixed; only the order of each movable list changes (no data moves). When live broker f fails,
+each partition it leads passes to its first follower, so survivor b leads ``L_b + M[f, b]`` (``M[l, f]``: the
+partitions led by l whose first follower is f; ``metrics.broker_failover``). The spread of row f is max - min over
+the survivors of that load less the survivor's weighted share. Lexicographically, the stage
+
+(a) keeps every live broker's leader count within its interval (``targets.intervals(P, weight, live)``; where the
+    start, stages 2 + 3, misses one, within [min(lo, start), max(hi, start)]), and with ``topic_leaders`` every
+    topic's leaders within theirs (the same rule as ``chain.precheck.leaders_balanced``);
+(b) minimizes the worst row spread; (c) then the rows at that worst; (d) then the leader changes and the
+    (leader, first follower) changes against the input order.
+
+It never makes a removed broker leader or first follower of a partition with a live replica to take that place,
+and hands back stages 2 + 3's order unchanged when it finds nothing better by (b), (c).
+
+Why jointly: leaders first, then followers, fixes which partitions a broker leads before asking where those go
+when it fails; a broker whose led partitions share few brokers cannot spread them, whatever its followers.
+
+The parts, one module each: ``failover_problem`` (the choice as arrays), ``failover_bound`` (a counting lower
+bound per failed broker), ``failover_flow`` (max-flow thresholds and convex min-cost flows with every broker's
+leader count held: fast, the method at any size), ``failover_exact`` (CP-SAT on small and medium clusters, one
+worker, fixed seed, deterministic time limit). Same input, same output, byte for byte.
+
+``bound`` is a lower bound on the worst spread over every order of these replica sets that keeps the intervals of
+(a) (and leaves removed brokers out, as above); with weights, values are scaled by ``WEIGHT_SCALE`` and rounded, so
+"exact" means within 2 / ``WEIGHT_SCALE`` of a leader.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..metrics import broker_failover
+from ..model import ClusterState
+from .failover_bound import in_leaders, row_bounds
+from .failover_exact import count_terms, solve_exact
+from .failover_flow import by_convex_flow, by_thresholds, sort_key
+from .failover_problem import FailoverProblem, build_problem, realize, spreads
+from .followers import balance_followers
+from .leaders import balance_leaders
+
+EXACT_MAX_BROKERS = 60  # live brokers: the model has one row per failed broker with one term per survivor
+EXACT_MAX_TERMS = 30_000  # (replica set, order) count variables
+CONVEX_WORK = 1_200_000  # options x convex solves: the convex flow runs while this allows one solve or more
+CONVEX_ITERATIONS = 6
+THRESHOLD_PROBES = 12
+DETERMINISTIC_TIME = 2.0  # CP-SAT's deterministic seconds for levels (b), (c), (d) together (about 3-4 s here)
+
+
+@dataclass(frozen=True)
+class FailoverResult:
+    """The new order and its evidence. Spreads are the metric's (``metrics.broker_failover``), in leaders."""
+
+    replicas: np.ndarray  # int32 [P, K] broker ids: the same sets as the input, reordered
+    worst: float  # worst single-broker failover spread after this stage
+    at_worst: int  # failed brokers whose spread is ``worst``
+    bound: float  # lower bound on the worst spread over every order allowed (module doc)
+    exact: bool  # ``worst`` equals ``bound``: no order allowed does better
+    at_worst_proven: bool  # and no order with that worst has fewer brokers at it
+    baseline_worst: float  # the same figures for the start (stages 2 + 3)
+    baseline_at_worst: int
+    leader_changes: int  # rows whose leader differs from the input's
+    pair_changes: int  # rows whose (leader, first follower) differs from the input's
+    method: str  # what found ``replicas``: "stages 2 + 3", "thresholds", "convex flow", "CP-SAT"
+    note: str  # one line for the certificate's notes
+
+
+def balance_failover(state: ClusterState, movable: np.ndarray, *, baseline: np.ndarray | None = None,
+                     topic_leaders: bool = False, per_topic: bool = True, exact: bool | None = None,
+                     deterministic_time: float = DETERMINISTIC_TIME) -> FailoverResult:
+    """Reorder the movable partitions' lists for the most even single-broker failover (module doc).
+
+    ``state``: the replica sets, in the order changes are counted against. ``baseline``: the same sets as stages
+    2 + 3 ordered them (the start; computed from ``state`` when None, stage 2 with ``per_topic``).
+    ``topic_leaders``: keep every topic's leaders within their intervals too. ``exact``: None = CP-SAT when the
+    cluster is small enough (``EXACT_MAX_*``), True / False forces it on / off."""
+    movable = np.asarray(movable, dtype=bool)
+    base = _stages_2_3(state, movable, per_topic) if baseline is None else np.asarray(baseline)
+    b_worst, b_count = _measured(state.with_replicas(base))
+    built = build_problem(state, state.with_replicas(base), movable, topic_leaders)
+    if built is None:
+        return _result(state, base, (b_worst, b_count), b_worst, True, True, "stages 2 + 3", (b_worst, b_count),
+                       "failover: nothing to reorder (fewer than two live brokers, or no movable partition with two "
+                       "live replicas)")
+    prob, start = built
+    row_lb = row_bounds(prob, start)
+    bound = int(row_lb.max())
+    choice, method = _fast(prob, start, bound)
+    count_proven = False
+    if int(spreads(prob, choice).max()) > bound and _exact_fits(prob, exact):
+        res = solve_exact(prob, choice, row_lb, deterministic_time)
+        bound = max(bound, res.bound)
+        if sort_key(prob, res.choice) < sort_key(prob, choice):
+            choice, method = res.choice, "CP-SAT"
+        count_proven = res.proven_count and sort_key(prob, choice)[:2] == sort_key(prob, res.choice)[:2]
+    return _finish(state, base, prob, (start, choice), method, (bound, row_lb, count_proven), (b_worst, b_count))
+
+
+def _stages_2_3(state: ClusterState, movable: np.ndarray, per_topic: bool) -> np.ndarray:
+    lead = state.replicas[:, 0].copy()
+    return balance_followers(state.with_replicas(balance_leaders(state, lead, movable, per_topic=per_topic)), movable)
+
+
+def _fast(prob: FailoverProblem, start: np.ndarray, floor: int) -> tuple[np.ndarray, str]:
+    """Thresholds, then (when the cluster is small enough) convex flows, then thresholds again from there."""
+    best, method = start, "stages 2 + 3"
+    found = by_thresholds(prob, start, floor, THRESHOLD_PROBES)
+    if sort_key(prob, found) < sort_key(prob, best):
+        best, method = found, "thresholds"
+    iterations = min(CONVEX_ITERATIONS, CONVEX_WORK // max(len(prob.opt_row), 1))
+    if iterations and int(spreads(prob, best).max()) > floor:
+        found = by_convex_flow(prob, best, iterations)
+        if sort_key(prob, found) < sort_key(prob, best):
+            best = by_thresholds(prob, found, floor, THRESHOLD_PROBES)
+            method = "convex flow"
+    return best, method
+
+
+def _exact_fits(prob: FailoverProblem, exact: bool | None) -> bool:
+    if exact is not None:
+        return exact
+    if int(prob.valid.any(axis=1).sum()) > EXACT_MAX_BROKERS or len(prob.opt_row) > 4 * EXACT_MAX_TERMS:
+        return False
+    return count_terms(prob) <= EXACT_MAX_TERMS
+
+
+def _finish(state: ClusterState, base: np.ndarray, prob: FailoverProblem, choices: tuple[np.ndarray, np.ndarray],
+            method: str, proof: tuple[int, np.ndarray, bool], before: tuple[float, int]) -> FailoverResult:
+    """The replicas of the chosen order, or stages 2 + 3's when that is no better by the metric. ``proof``: the
+    scaled bound (CP-SAT's when it proved its optimum: then the optimum), the rows' own bounds, and whether
+    CP-SAT proved the rows at the worst fewest."""
+    start, choice = choices
+    bound, row_lb, count_proven = proof
+    new = realize(state, base, prob, choice)
+    after = _measured(state.with_replicas(new))
+    if not _better(after, before):
+        new, after, method, choice = _start_replicas(state, base, prob, start), before, "stages 2 + 3", start
+        if new is not base:  # stages 2 + 3 let a removed broker lead or fail over: the start without that
+            after = _measured(state.with_replicas(new))
+    sp = spreads(prob, choice)
+    worst = int(sp.max())
+    exact = worst <= bound
+    # rows whose own bound reaches the worst are at it in every order: when they are all, the count is proven
+    count_proven = exact and (count_proven or int((sp == worst).sum()) <= int((row_lb >= worst).sum()))
+    b = in_leaders(prob, bound)
+    note = (f"failover: worst single-broker spread {before[0]:g} -> {after[0]:g} ({after[1]} broker"
+            f"{'s' if after[1] != 1 else ''} at it), lower bound {b:g}" + (" (optimal)" if exact else "")
+            + f"; {method}")
+    return _result(state, new, after, b, exact, count_proven, method, before, note)
+
+
+def _start_replicas(state: ClusterState, base: np.ndarray, prob: FailoverProblem, start: np.ndarray) -> np.ndarray:
+    """Stages 2 + 3's replicas when every free row's leader and first follower there are the start's (live),
+    else the start realized."""
+    ids = state.brokers.ids
+    sub = np.asarray(base)[prob.rows]
+    same = (sub[:, 0] == ids[prob.opt_l[start]]) & (sub[:, 1] == ids[prob.opt_f[start]])
+    return base if bool(same.all()) else realize(state, base, prob, start)
+
+
+def _better(a: tuple[float, int], b: tuple[float, int]) -> bool:
+    """(worst, brokers at it) of ``a`` below ``b``'s, with the metric's float noise allowed for."""
+    if a[0] < b[0] - 1e-9:
+        return True
+    return abs(a[0] - b[0]) <= 1e-9 and a[1] < b[1]
+
+
+def _measured(state: ClusterState) -> tuple[float, int]:
+    """(worst spread, failed brokers within 1e-9 of it), by the metric itself."""
+    fo = broker_failover(state)
+    if not len(fo.spread):
+        return 0.0, 0
+    w = float(fo.spread.max())
+    return fo.worst[1], int((fo.spread >= w - 1e-9).sum())
+
+
+def _result(state: ClusterState, new: np.ndarray, after: tuple[float, int], bound: float, exact: bool,
+            proven_count: bool, method: str, before: tuple[float, int], note: str) -> FailoverResult:
+    old, nw = state.replicas, np.asarray(new)
+    follow_changed = (old[:, 1] != nw[:, 1]) if old.shape[1] > 1 and nw.shape[1] > 1 else False
+    return FailoverResult(replicas=nw, worst=after[0], at_worst=after[1], bound=bound, exact=exact,
+                          at_worst_proven=proven_count, baseline_worst=before[0], baseline_at_worst=before[1],
+                          leader_changes=int((old[:, 0] != nw[:, 0]).sum()),
+                          pair_changes=int(((old[:, 0] != nw[:, 0]) | follow_changed).sum()),
+                          method=method, note=note)
+
+
