@@ -102,9 +102,9 @@ def random_case(seed: int) -> tuple[ClusterState, dict]:
     rf = int(rng.integers(1, min(4, n) + 1))
     layout = str(rng.choice(["random", "kafka", "balanced"]))
     history = int(rng.choice([0, 0, 2])) if layout != "balanced" and n >= 2 * rf else 0
-    state = generate_cluster(brokers=n, racks=racks, rack_aware=bool(racks) and rf <= racks, topics=int(rng.integers(1, 9)),
-                             partitions=(1, 3 * n), rf=rf, layout=layout, skew=0.8 if layout == "random" else 0.0,
-                             history=history, seed=seed)
+    state = generate_cluster(brokers=n, racks=racks, rack_aware=bool(racks) and rf <= racks,
+                             topics=int(rng.integers(1, 9)), partitions=(1, 3 * n), rf=rf, layout=layout,
+                             skew=0.8 if layout == "random" else 0.0, history=history, seed=seed)
     if rng.random() < 0.35:
         state = with_weights(state, rng)
     what = rng.integers(6)
@@ -170,9 +170,10 @@ def _balanced_candidates():
         n = int(rng.integers(3, 13))
         racks = int(rng.choice([0, 2, 3]))
         rf = int(rng.integers(1, min(3, n) + 1))
-        st = generate_cluster(brokers=n, racks=racks, rack_aware=bool(racks) and rf <= racks, topics=int(rng.integers(1, 8)),
-                              partitions=(1, 3 * n), rf=rf, layout="balanced" if seed % 3 == 0 else "random",
-                              skew=0.0 if seed % 3 == 0 else 0.6, seed=seed)
+        st = generate_cluster(brokers=n, racks=racks, rack_aware=bool(racks) and rf <= racks,
+                              topics=int(rng.integers(1, 8)), partitions=(1, 3 * n), rf=rf,
+                              layout="balanced" if seed % 3 == 0 else "random", skew=0.0 if seed % 3 == 0 else 0.6,
+                              seed=seed)
         if seed % 4 == 1:
             st = with_weights(st, rng)
         yield seed, st if seed % 3 == 0 else plan(st, strategy="flow" if seed % 3 == 1 else "template").after
