@@ -179,6 +179,13 @@ def _balanced_candidates():
         yield seed, st if seed % 3 == 0 else plan(st, strategy="flow" if seed % 3 == 1 else "template").after
 
 
+def reorders_only_to_lower_a_spread(p) -> bool:
+    """No data moves; anything proposed is a reordering that lowers the leader or failover spread."""
+    mb, ma = p.metrics_before, p.metrics_after
+    lowered = ma.leader_spread < mb.leader_spread or ma.failover.worst[1] < mb.failover.worst[1]
+    return p.changes.moves == 0 and (p.is_empty or lowered)
+
+
 def test_a_balanced_cluster_gets_no_moves():
     seen = 0
     for seed, st in _balanced_candidates():
@@ -186,7 +193,7 @@ def test_a_balanced_cluster_gets_no_moves():
             continue
         seen += 1
         p = plan(st, strategy="template")
-        assert p.changes.moves == 0 and p.is_empty, seed
+        assert reorders_only_to_lower_a_spread(p), seed
     assert seen >= 15  # most candidates are balanced: the property is exercised
 
 
@@ -196,7 +203,8 @@ def test_a_balanced_layout_gets_no_moves_where_it_got_hundreds():
     st = generate_cluster(brokers=12, topics=20, partitions=(12, 48), rf=3, layout="balanced", seed=12)
     assert balanced(st)
     p = plan(st, strategy="template")
-    assert p.changes.moves == 0 and p.is_empty
+    assert reorders_only_to_lower_a_spread(p)
+    assert p.metrics_after.failover.worst[1] < p.metrics_before.failover.worst[1]  # 52 -> 26, as the flow does
 
 
 def test_a_template_plan_planned_again_proposes_nothing():

@@ -203,7 +203,8 @@ class Followers(Stage):
 
     def applies(self, ctx: Context) -> bool:
         if self.after_leaders_only:
-            return bool(ctx.ran) and ctx.ran[-1] == "leaders"
+            kept = getattr(ctx.evidence.get("templates"), "kept_input", False)
+            return bool(ctx.ran) and (ctx.ran[-1] == "leaders" or kept)
         return "followers" in ctx.request.stages
 
     def run(self, ctx: Context) -> Outcome:
@@ -225,11 +226,16 @@ class Templates(Stage):
 
 
 def _template_note(res: TemplateResult) -> str:
+    if res.kept_input:
+        return ("template strategy: the replica counts are already at their targets, so the templates are not laid "
+                "(leaders and first followers are only reordered where that evens them)")
     how = ("exact Hungarian matching per group" if res.sparse_groups == 0 else
            f"exact matching for {res.groups - res.sparse_groups} groups, candidate-pair matching for "
            f"{res.sparse_groups} large ones")
     return (f"template strategy: {res.groups} group{'s' if res.groups != 1 else ''} laid on rotation-order "
-            f"templates; {how}; {res.moves} moves against the templates' own bound {res.bound}")
+            f"templates; {how}; {res.moves} moves against the templates' own bound {res.bound}"
+            + (f"; {res.adjusted} template slots given to other brokers to meet the count targets"
+               if res.adjusted else ""))
 
 
 def flow_chain() -> tuple[Stage, ...]:
