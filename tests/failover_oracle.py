@@ -224,14 +224,16 @@ def _topic_ok(case: Case, sp: Space, grid: np.ndarray, pos: dict[int, int]) -> n
 
 def cpsat_optimum(case: Case, topic_leaders: bool = False, seconds: float = 20.0) -> Optimum:
     """Booleans x[p, k] (free partition p takes its k-th pair), leader and pair counts as sums, per failed broker
-    its survivors' largest and smallest load (max / min equalities), W >= every difference; minimize W. One
-    worker, fixed seed, deterministic time limit."""
+    its survivors' largest and smallest load (max / min equalities), W >= every difference; minimize W, from the
+    start's order as a complete hint. One worker, fixed seed, deterministic time limit."""
     assert len(set(case.weight)) == 1, "the CP-SAT oracle is for equal weights"
     sp = space(case, topic_leaders)
     m = cp_model.CpModel()
     x = [[m.new_bool_var("") for _ in opts] for opts in sp.options]
-    for row in x:
+    for p, opts, row in zip(sp.free, sp.options, x):
         m.add_exactly_one(row)
+        for pair, v in zip(opts, row):  # start from the start's order (a feasible choice)
+            m.add_hint(v, pair == tuple(case.start[p][:2]))
     free = set(sp.free)
     n = len(case.start)
     lead = {b: [] for b in case.ids}
@@ -249,28 +251,41 @@ def cpsat_optimum(case: Case, topic_leaders: bool = False, seconds: float = 20.0
             lead[a].append(v)
             pair.setdefault((a, b), []).append(v)
             cell.setdefault((case.topic[p], a), []).append(v)
+    start_lead = {b: sum(1 for o in case.start if o[0] == b) for b in case.ids}
+    start_pair: dict = {}
+    for o in case.start:
+        if len(o) > 1:
+            start_pair[(o[0], o[1])] = start_pair.get((o[0], o[1]), 0) + 1
     L = {}
     for b in case.ids:
         L[b] = m.new_int_var(sp.lo[b], sp.hi[b], "")
         m.add(L[b] == lead_const[b] + sum(lead[b]))
+        m.add_hint(L[b], start_lead[b])
     if sp.tlo:
         for (t, b), a in sp.tlo.items():
             fixed = sum(1 for p, s in enumerate(case.start) if p not in free and case.topic[p] == t and s[0] == b)
             m.add_linear_constraint(fixed + sum(cell.get((t, b), [])), a, sp.thi[(t, b)])
     W = m.new_int_var(0, n, "W")
+    start_w = 0
     for f in case.live:
         surv = [b for b in case.live if b != f]
         if not surv:
             continue
-        loads = []
+        loads, start_loads = [], []
         for b in surv:
             v = m.new_int_var(0, 2 * n, "")
             m.add(v == L[b] + pair_const.get((f, b), 0) + sum(pair.get((f, b), [])))
             loads.append(v)
+            start_loads.append(start_lead[b] + start_pair.get((f, b), 0))
+            m.add_hint(v, start_loads[-1])
         hi, lo = m.new_int_var(0, 2 * n, ""), m.new_int_var(0, 2 * n, "")
         m.add_max_equality(hi, loads)
         m.add_min_equality(lo, loads)
+        m.add_hint(hi, max(start_loads))
+        m.add_hint(lo, min(start_loads))
+        start_w = max(start_w, max(start_loads) - min(start_loads))
         m.add(W >= hi - lo)
+    m.add_hint(W, start_w)
     m.minimize(W)
     s = cp_model.CpSolver()
     s.parameters.num_workers = 1

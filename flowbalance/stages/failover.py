@@ -28,7 +28,7 @@ worker, fixed seed, deterministic time limit). Same input, same output, byte for
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,8 +36,8 @@ from ..metrics import broker_failover
 from ..model import ClusterState
 from .failover_bound import in_leaders, row_bounds
 from .failover_exact import count_terms, solve_exact
-from .failover_flow import by_convex_flow, by_thresholds, sort_key
-from .failover_problem import FailoverProblem, build_problem, realize, spreads
+from .failover_flow import by_convex_flow, by_row_targets, by_thresholds, sort_key
+from .failover_problem import FailoverProblem, build_problem, loads, realize, row_extremes, spreads, values
 from .followers import balance_followers
 from .leaders import balance_leaders
 
@@ -104,18 +104,33 @@ def _stages_2_3(state: ClusterState, movable: np.ndarray, per_topic: bool) -> np
 
 
 def _fast(prob: FailoverProblem, start: np.ndarray, floor: int) -> tuple[np.ndarray, str]:
-    """Thresholds, then (when the cluster is small enough) convex flows, then thresholds again from there."""
+    """Thresholds, then (when the cluster is small enough) convex flows, then thresholds again from there.
+    With topic intervals the convex flow runs without them and its rows' maxima become targets for a flow that
+    keeps them (``by_row_targets``): the convex costs need each pair's units together, which topic cells split."""
     best, method = start, "stages 2 + 3"
     found = by_thresholds(prob, start, floor, THRESHOLD_PROBES)
     if sort_key(prob, found) < sort_key(prob, best):
         best, method = found, "thresholds"
     iterations = min(CONVEX_ITERATIONS, CONVEX_WORK // max(len(prob.opt_row), 1))
-    if iterations and int(spreads(prob, best).max()) > floor:
-        found = by_convex_flow(prob, best, iterations)
+    if not iterations or int(spreads(prob, best).max()) <= floor:
+        return best, method
+    for found in _convex_candidates(prob, best, iterations):
         if sort_key(prob, found) < sort_key(prob, best):
-            best = by_thresholds(prob, found, floor, THRESHOLD_PROBES)
-            method = "convex flow"
+            best, method = by_thresholds(prob, found, floor, THRESHOLD_PROBES), "convex flow"
     return best, method
+
+
+def _convex_candidates(prob: FailoverProblem, best: np.ndarray, iterations: int):
+    """The convex flow's choice; with topic intervals, choices that keep them with rows no higher than its."""
+    if prob.topic_of is None:
+        yield by_convex_flow(prob, best, iterations)
+        return
+    free = by_convex_flow(replace(prob, topic_of=None, tlo=None, thi=None), best, iterations)
+    top = row_extremes(prob, values(prob, *loads(prob, free)))[0]
+    for slack in (0, prob.D):
+        found = by_row_targets(prob, best, top + slack)
+        if found is not None:
+            yield found
 
 
 def _exact_fits(prob: FailoverProblem, exact: bool | None) -> bool:

@@ -1,21 +1,23 @@
 """The failover stage's fast methods: flows that re-choose (leader, first follower) pairs with every broker's
-leader count held at the start's (so every row's shares and the column of each survivor's own leaders stay put).
+leader count held at the start's (so each survivor's own leaders, the shares and every row's total stay put).
 
-A partition sends one unit through the pair node (l, f) it chooses to leader l; leader l must receive exactly as
-many units as it leads now. What the choice changes is then only M, one row at a time (``failover_problem``).
+The assignment network: a free row sends one unit through the *pair node* of the option it takes to that option's
+leader, and leader l must receive exactly as many rows as it leads now. With per-topic leader intervals a pair node
+is per (topic, leader, follower) and passes through a *cell* node (topic, leader) whose flow stays within the
+topic's interval, so those intervals are kept exactly. What a choice changes is then only M, row by row.
 
-* ``by_thresholds`` (any size, the method at scale): the smallest target spread s such that every row can keep
-  its cells within [row minimum, row minimum + s]: the cells above are emptied down to their caps and the rows
-  taken out are re-placed by one max flow on the residual network (so the partitions already within their caps
-  stay unless an augmenting path moves them). Bisection on s.
-* ``by_convex_flow`` (small and medium clusters): one min-cost flow with convex costs per pair (a steep
-  exponential of the cell's deviation from its row's mean, so a row's units go to its lowest cells first and
-  high cells cost the most), weighted per row; the rows at the worst spread gain weight from one solve to the
-  next. A change of leader or pair costs a little, so unneeded changes are avoided.
-
-Per-topic leader intervals (when kept) are not a flow constraint: a move is allowed only when its topic has room
-at both ends, and a solution that still overfills or empties a topic's cell forbids the offending moves and
-solves again (at most ``TOPIC_ROUNDS`` times; then that solve counts as failed).
+* ``by_thresholds`` (any size, the method at scale): the smallest target spread s such that every row keeps its
+  cells within [its minimum now, that + s]. The rows in cells above their cap leave, and one max flow on the
+  residual network of the others re-places them (a row already within its cap moves only on an augmenting path).
+  Bisection on s. With topic intervals a pair's cap is shared by its per-topic nodes, which a flow cannot
+  express (they feed different cells): each node may use the whole cap; where a flow takes a pair above it, the
+  pair's last rows leave again and, from then on, each of its nodes keeps its rows and an even share of the
+  pair's room; the flow re-places them (``TOPIC_ROUNDS`` flows at most, else the target counts as missed;
+  missed at once when a flow leaves more than ``OVERFLOW_GIVE_UP`` of the rows above their caps).
+* ``by_convex_flow`` (small and medium clusters): min-cost flows with convex costs per pair node (a steep
+  exponential of the cell's deviation from its row's mean: a row's units go to its lowest cells first), weighted
+  per row; the rows at the worst spread weigh more in the next solve. A pair change costs a little, a leader
+  change twice that, so unneeded changes are avoided.
 """
 from __future__ import annotations
 
@@ -28,29 +30,52 @@ from ..flow.mincost import solve_min_cost
 from ..flow.network import Network
 from .failover_problem import FailoverProblem, changes, loads, rank, row_extremes, spreads, values
 
-TOPIC_ROUNDS = 4
+TOPIC_ROUNDS = 5  # threshold flows per target with topic intervals
+OVERFLOW_GIVE_UP = 0.005  # ... unless a flow leaves more than this share of the rows above their pair's cap
 ROW_WEIGHT_STEP = 3  # a row at the worst spread weighs this much more in the next convex solve
 ROW_WEIGHT_MAX = 3 ** 6
 COST_BASE = 4.0  # each leader of deviation multiplies a unit's cost by this
 COST_EXPONENT_MAX = 8  # deviations above this many leaders (from the lowest) cost the same
-COST_SCALE = 16  # a leader or pair change costs 1 or 2 against this per unit of failover cost
+COST_SCALE = 16  # a pair change costs 1 and a leader change 2 against this per unit of failover cost
 
 
 @dataclass(frozen=True)
-class _Pairs:
-    """The distinct (leader, follower) pairs among the options: option -> pair, and each pair's ends."""
+class Layout:
+    """The nodes between rows and leaders. ``opt_q``: each option's pair node; ``q_pair``: the (leader,
+    follower) pair of a pair node; ``q_cell``: its (topic, leader) cell, or -1 without topic intervals."""
 
-    of: np.ndarray  # pair of each option
-    l: np.ndarray  # noqa: E741
-    f: np.ndarray
+    opt_q: np.ndarray
+    opt_pair: np.ndarray
+    q_pair: np.ndarray
+    q_cell: np.ndarray
+    pair_l: np.ndarray
+    pair_f: np.ndarray
+    cell_t: np.ndarray
+    cell_l: np.ndarray
 
     @staticmethod
-    def of_problem(prob: FailoverProblem) -> "_Pairs":
-        uq, q_of = np.unique(prob.opt_l * prob.N + prob.opt_f, return_inverse=True)
-        return _Pairs(q_of.ravel().astype(np.int64), uq // prob.N, uq % prob.N)
+    def of(prob: FailoverProblem) -> "Layout":
+        N = prob.N
+        pairs, opt_pair = np.unique(prob.opt_l * N + prob.opt_f, return_inverse=True)
+        opt_pair = opt_pair.ravel().astype(np.int64)
+        if prob.topic_of is None:
+            none = np.full(len(pairs), -1, dtype=np.int64)
+            return Layout(opt_pair, opt_pair, np.arange(len(pairs)), none, pairs // N, pairs % N,
+                          np.zeros(0, np.int64), np.zeros(0, np.int64))
+        t = prob.topic_of[prob.opt_row]
+        cells, opt_cell = np.unique(t * N + prob.opt_l, return_inverse=True)
+        qkey, first, opt_q = np.unique(opt_cell.ravel() * len(pairs) + opt_pair, return_index=True,
+                                       return_inverse=True)
+        return Layout(opt_q.ravel().astype(np.int64), opt_pair, opt_pair[first], opt_cell.ravel()[first],
+                      pairs // N, pairs % N, cells // N, cells % N)
 
-    def __len__(self) -> int:
-        return len(self.l)
+    @property
+    def Q(self) -> int:
+        return len(self.q_pair)
+
+    @property
+    def C(self) -> int:
+        return len(self.cell_t)
 
 
 def sort_key(prob: FailoverProblem, choice: np.ndarray) -> tuple[int, int, int, int]:
@@ -66,7 +91,7 @@ def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes:
     """The choice with the smallest target spread found (bisection on a grid of one leader, or 1/8 of one with
     weights, from ``floor`` up to the current worst, at most ``probes`` max flows); ``choice`` when none is
     better."""
-    pairs = _Pairs.of_problem(prob)
+    lay = Layout.of(prob)
     step = 1 if prob.D == 1 else max(prob.D // 8, 1)
     worst = int(spreads(prob, choice).max())
     lo, hi = 0, max(-(-(worst - floor) // step), 0)  # grid points floor + k * step; the last is the current worst
@@ -74,8 +99,7 @@ def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes:
     while lo < hi and probes > 0:
         mid = (lo + hi) // 2
         probes -= 1
-        found = _with_topic_rounds(prob, choice, lambda allowed: _threshold_step(
-            prob, pairs, choice, min(floor + mid * step, worst), allowed))
+        found = _threshold(prob, lay, choice, _row_min(prob, choice) + min(floor + mid * step, worst))
         if found is None:
             lo = mid + 1
         else:
@@ -83,63 +107,135 @@ def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes:
     return best
 
 
-def _threshold_step(prob: FailoverProblem, pairs: _Pairs, choice: np.ndarray, s: int,
-                    allowed: np.ndarray) -> np.ndarray | None:
-    """A choice with every row's cells within [its minimum now, that + s] and the same leader counts, or None
-    when no such choice exists (among the allowed options) or a cell nothing can change is above it."""
+@dataclass(frozen=True)
+class _Caps:
+    """Free units each pair may hold (``upper``) and must keep (``lower``) for a target, and the rows that
+    leave (those above their pair's upper cap, the last ones in row order)."""
+
+    upper: np.ndarray
+    lower: np.ndarray
+    out: np.ndarray
+
+
+def by_row_targets(prob: FailoverProblem, choice: np.ndarray, top: np.ndarray) -> np.ndarray | None:
+    """A choice with every row's cells within [its minimum now, ``top`` of the row] (scaled), or None."""
+    return _threshold(prob, Layout.of(prob), choice, np.maximum(top, _row_min(prob, choice)))
+
+
+def _row_min(prob: FailoverProblem, choice: np.ndarray) -> np.ndarray:
+    return row_extremes(prob, values(prob, *loads(prob, choice)))[1]
+
+
+def _threshold(prob: FailoverProblem, lay: Layout, choice: np.ndarray, top: np.ndarray) -> np.ndarray | None:
+    """A choice with every row's cells within [its minimum now, ``top`` of the row], the same leader counts (and
+    topic cells within their intervals), or None when the flow finds none."""
+    shared = np.zeros(len(lay.pair_l), dtype=bool)  # pairs a flow took above their cap through several topics
+    for _ in range(TOPIC_ROUNDS if lay.C else 1):
+        caps = _caps(prob, lay, choice, top)
+        if caps is None:
+            return None
+        if not caps.out.any():
+            return choice
+        alloc = _split_room(lay, choice, caps, caps.upper[lay.q_pair], shared)
+        choice = _augment(prob, lay, choice, caps, alloc)
+        if choice is None:
+            return None
+        over = np.maximum(np.bincount(lay.opt_pair[choice], minlength=len(lay.pair_l)) - caps.upper, 0)
+        if over.sum() > OVERFLOW_GIVE_UP * prob.F:
+            return None  # far from the target: the rounds do not converge (measured), spare their time
+        shared |= over > 0
+    return choice if not shared.any() or _caps(prob, lay, choice, top).out.sum() == 0 else None
+
+
+def _caps(prob: FailoverProblem, lay: Layout, choice: np.ndarray, top: np.ndarray) -> _Caps | None:
+    """The pairs' caps for the rows' targets (None when a cell no option can change is already above it)."""
     N, D = prob.N, prob.D
     L, M = loads(prob, choice)
     V = values(prob, L, M)
     rmin = row_extremes(prob, V)[1]
-    top = rmin + s
     changeable = np.zeros(N * N, dtype=bool)
-    changeable[pairs.l * N + pairs.f] = True
+    changeable[lay.pair_l * N + lay.pair_f] = True
     if (prob.valid & ~changeable.reshape(N, N) & (V > top[:, None])).any():
         return None
-    ql, qf = pairs.l, pairs.f
-    fixed = L[qf] + prob.fixed_M[ql, qf]
-    ucap = (top[ql] + prob.R[ql, qf]) // D - fixed  # free units each pair may hold
-    lcap = np.maximum(-((-(rmin[ql] + prob.R[ql, qf])) // D) - fixed, 0)  # and must keep
-    if (ucap < 0).any() or (lcap > ucap).any():
+    pl, pf = lay.pair_l, lay.pair_f
+    fixed = L[pf] + prob.fixed_M[pl, pf]
+    upper = (top[pl] + prob.R[pl, pf]) // D - fixed
+    lower = np.maximum(-((-(rmin[pl] + prob.R[pl, pf])) // D) - fixed, 0)
+    if (upper < 0).any() or (lower > upper).any():
         return None
-    cur = pairs.of[choice]
+    cur = lay.opt_pair[choice]
     order = np.lexsort((np.arange(prob.F), cur))
     out = np.zeros(prob.F, dtype=bool)
-    out[order] = rank(cur[order]) >= ucap[cur[order]]  # the rows above their pair's cap (the last ones) leave
-    if not out.any():
-        return choice
-    used = np.bincount(cur[~out], minlength=len(pairs))
-    return _augment(prob, pairs, choice, out, ucap - used, used - lcap, allowed)
+    out[order] = rank(cur[order]) >= upper[cur[order]]
+    return _Caps(upper, lower, out)
 
 
-def _augment(prob: FailoverProblem, pairs: _Pairs, choice: np.ndarray, out: np.ndarray, room: np.ndarray,
-             spare: np.ndarray, allowed: np.ndarray) -> np.ndarray | None:
-    """Re-place the rows ``out`` by one max flow on the residual network of the others' choice: row -> pair (an
-    allowed option), pair -> its leader (``room``), back from the leader to a pair (``spare``: units it may give
-    up) and on to a row that holds it (which then takes another option); each leader takes back exactly the rows
-    it lost."""
-    F, Q, N = prob.F, len(pairs), prob.N
-    S, T = F + Q + N, F + Q + N + 1
-    opt = np.flatnonzero(allowed & ((choice[prob.opt_row] != np.arange(len(allowed))) | out[prob.opt_row]))
+def _split_room(lay: Layout, choice: np.ndarray, caps: _Caps, alloc: np.ndarray, over: np.ndarray) -> np.ndarray:
+    """For the pairs ``over``, each pair node keeps its rows and an even share of the pair's spare room (the
+    first nodes by index get the remainder)."""
+    kept_q = np.bincount(lay.opt_q[choice[~caps.out]], minlength=lay.Q)
+    kept_p = np.bincount(lay.q_pair, weights=kept_q, minlength=len(lay.pair_l)).astype(np.int64)
+    nodes = np.bincount(lay.q_pair, minlength=len(lay.pair_l))
+    spare = caps.upper - kept_p
+    order = np.lexsort((np.arange(lay.Q), lay.q_pair))
+    extra = np.zeros(lay.Q, dtype=np.int64)
+    p = lay.q_pair[order]
+    extra[order] = spare[p] // nodes[p] + (rank(p) < spare[p] % nodes[p])
+    return np.where(over[lay.q_pair], kept_q + extra, alloc)
+
+
+def _augment(prob: FailoverProblem, lay: Layout, choice: np.ndarray, caps: _Caps, alloc: np.ndarray):
+    """Re-place the rows ``caps.out`` by one max flow on the residual network of the others' choice: a row takes
+    an option (row -> pair node); a pair node passes units on to its cell or leader while it has room, and a
+    unit it holds can go back to its row, which then takes another option; a leader (cell) takes back exactly the
+    rows it lost (that its floor needs)."""
+    F, Q, N, C = prob.F, lay.Q, prob.N, lay.C
+    out = caps.out
     kept, gone = np.flatnonzero(~out), np.flatnonzero(out)
+    q_now = np.bincount(lay.opt_q[choice[kept]], minlength=Q)
+    lower_q = np.minimum(q_now, caps.lower[lay.q_pair])  # shared pairs: conservative
+    opt = np.flatnonzero((choice[prob.opt_row] != np.arange(len(prob.opt_row))) | out[prob.opt_row])
+    S, T = F + Q + C + N, F + Q + C + N + 1
+    up = F + Q + lay.q_cell if C else F + Q + C + lay.pair_l[lay.q_pair]  # what a pair node feeds
     lost = np.bincount(prob.opt_l[choice[gone]], minlength=N)
-    tails = np.concatenate([np.full(len(gone), S), prob.opt_row[opt], F + pairs.of[choice[kept]],
-                            F + np.arange(Q), F + Q + pairs.l, F + Q + np.arange(N)])
-    heads = np.concatenate([gone, F + pairs.of[opt], kept, F + Q + pairs.l, F + np.arange(Q), np.full(N, T)])
-    caps = np.concatenate([np.ones(len(gone) + len(opt) + len(kept), dtype=np.int64), room, spare, lost])
-    keep = np.flatnonzero(caps > 0)
+    blocks = [(np.full(len(gone), S), gone, np.ones(len(gone), np.int64)),
+              (prob.opt_row[opt], F + lay.opt_q[opt], np.ones(len(opt), np.int64)),
+              (F + lay.opt_q[choice[kept]], kept, np.ones(len(kept), np.int64)),
+              (F + np.arange(Q), up, alloc - q_now),
+              (up, F + np.arange(Q), q_now - lower_q)]
+    if C:
+        blocks += _cell_arcs(prob, lay, choice, gone, kept, lost, F + Q, F + Q + C, T)
+    else:
+        blocks.append((F + Q + np.arange(N), np.full(N, T), lost))
+    tails, heads, cap = (np.concatenate([b[i] for b in blocks]).astype(np.int64) for i in range(3))
+    keep = np.flatnonzero(cap > 0)
     mf = max_flow.SimpleMaxFlow()
-    arcs = mf.add_arcs_with_capacity(tails[keep], heads[keep], caps[keep])
+    arcs = mf.add_arcs_with_capacity(tails[keep], heads[keep], cap[keep])
     if mf.solve(S, T) != mf.OPTIMAL or mf.optimal_flow() < len(gone):
         return None
-    flow = np.zeros(len(caps), dtype=np.int64)
+    flow = np.zeros(len(cap), dtype=np.int64)
     flow[keep] = mf.flows(arcs)
-    is_opt = np.zeros(len(caps), dtype=bool)
-    is_opt[len(gone):len(gone) + len(opt)] = True
-    taken = opt[flow[is_opt] > 0]
+    taken = opt[flow[len(gone):len(gone) + len(opt)] > 0]
     new = choice.copy()
     new[prob.opt_row[taken]] = taken
     return new
+
+
+def _cell_arcs(prob: FailoverProblem, lay: Layout, choice: np.ndarray, gone: np.ndarray, kept: np.ndarray,
+               lost: np.ndarray, cell0: int, lead0: int, T: int) -> list:
+    """Cell -> leader while the topic's ceiling allows, back while its floor allows; a cell the leaving rows
+    took below its floor must get that many back (cell -> sink), the rest of a leader's loss goes leader -> sink."""
+    C, N = lay.C, prob.N
+    opt_cell = lay.q_cell[lay.opt_q]
+    now = np.bincount(opt_cell[choice[kept]], minlength=C)
+    tlo, thi = prob.tlo[lay.cell_t, lay.cell_l], prob.thi[lay.cell_t, lay.cell_l]
+    short = np.maximum(tlo - now, 0)
+    lead_short = np.bincount(lay.cell_l, weights=short, minlength=N).astype(np.int64)
+    cells = np.arange(C)
+    return [(cell0 + cells, lead0 + lay.cell_l, thi - now),
+            (lead0 + lay.cell_l, cell0 + cells, now - tlo),
+            (cell0 + cells, np.full(C, T), short),
+            (lead0 + np.arange(N), np.full(N, T), lost - lead_short)]
 
 
 # ---- convex costs -----------------------------------------------------------------------------------------------
@@ -147,13 +243,12 @@ def _augment(prob: FailoverProblem, pairs: _Pairs, choice: np.ndarray, out: np.n
 def by_convex_flow(prob: FailoverProblem, choice: np.ndarray, iterations: int) -> np.ndarray:
     """The best choice (``sort_key``) over ``iterations`` convex min-cost flows, or ``choice`` when none beats
     it; the rows at the worst spread weigh ``ROW_WEIGHT_STEP`` times more in each next solve."""
-    pairs = _Pairs.of_problem(prob)
+    lay = Layout.of(prob)
     weight = np.ones(prob.N, dtype=np.int64)
     best, best_key = choice, sort_key(prob, choice)
+    new = choice
     for _ in range(iterations):
-        new = _with_topic_rounds(prob, choice, lambda allowed: _convex_step(prob, pairs, choice, weight, allowed))
-        if new is None:
-            break
+        new = _convex_step(prob, lay, new, weight)
         key = sort_key(prob, new)
         if key < best_key:
             best, best_key = new, key
@@ -162,26 +257,33 @@ def by_convex_flow(prob: FailoverProblem, choice: np.ndarray, iterations: int) -
     return best
 
 
-def _convex_step(prob: FailoverProblem, pairs: _Pairs, choice: np.ndarray, weight: np.ndarray,
-                 allowed: np.ndarray) -> np.ndarray:
-    """One min-cost flow: rows -> pairs (a pair change costs 1, a leader change 2) -> leaders (the j-th unit of
-    a pair costs by the deviation it brings its cell to), each leader receiving as many rows as it leads now."""
-    N, F, Q = prob.N, prob.F, len(pairs)
-    L, M = loads(prob, choice)
+def _convex_step(prob: FailoverProblem, lay: Layout, choice: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """One min-cost flow: rows -> pair nodes (a pair change costs 1, a leader change 2) -> (cells ->) leaders;
+    the j-th unit of a pair node costs by the deviation it brings its cell to; each leader receives as many rows
+    as it leads now, each topic cell within its interval. ``choice`` gives the leader counts (and, with topics,
+    the units the other topics put on each pair)."""
+    N, F, Q, C = prob.N, prob.F, lay.Q, lay.C
+    L = loads(prob, choice)[0]
     net = Network()
-    rnode, qnode, lnode = net.nodes(F), net.nodes(Q), net.nodes(N)
+    rnode, qnode, cnode, lnode = net.nodes(F), net.nodes(Q), net.nodes(C), net.nodes(N)
     supply = np.zeros(net.num_nodes, dtype=np.int64)
     supply[rnode] = 1
     supply[lnode] = -(L - prob.fixed_L)
     net.set_supply(supply)
-    opt = np.flatnonzero(allowed)
-    cost = np.where(prob.opt_l[opt] == prob.ref_lead[prob.opt_row[opt]], 1, 2)
-    cost[prob.ref_opt[prob.opt_row[opt]] == opt] = 0
-    arcs = net.add(rnode[prob.opt_row[opt]], qnode[pairs.of[opt]], 1, cost)
-    units = np.bincount(pairs.of[opt], minlength=Q)
+    opt = np.arange(len(prob.opt_row))
+    cost = np.where(prob.opt_l == prob.ref_lead[prob.opt_row], 1, 2)
+    cost[prob.ref_opt[prob.opt_row] == opt] = 0
+    arcs = net.add(rnode[prob.opt_row], qnode[lay.opt_q], 1, cost)
+    units = np.bincount(lay.opt_q, minlength=Q)
     q = np.repeat(np.arange(Q), units)
     j = np.arange(len(q)) - np.repeat(np.cumsum(units) - units, units) + 1
-    net.add(qnode[q], lnode[pairs.l[q]], 1, _unit_costs(prob, pairs, L, M, weight, q, j))
+    head = cnode[lay.q_cell[q]] if C else lnode[lay.pair_l[lay.q_pair[q]]]
+    net.add(qnode[q], head, 1, _unit_costs(prob, lay, choice, weight, q, j))
+    if C:
+        tlo, thi = prob.tlo[lay.cell_t, lay.cell_l], prob.thi[lay.cell_t, lay.cell_l]
+        lo = np.maximum(tlo, 0)
+        net.force(cnode[lo > 0], lnode[lay.cell_l[lo > 0]], lo[lo > 0])
+        net.add(cnode, lnode[lay.cell_l], thi - lo, 0)
     flows = solve_min_cost(net)[0]
     taken = opt[flows[arcs] > 0]
     new = choice.copy()
@@ -189,74 +291,21 @@ def _convex_step(prob: FailoverProblem, pairs: _Pairs, choice: np.ndarray, weigh
     return new
 
 
-def _unit_costs(prob: FailoverProblem, pairs: _Pairs, L: np.ndarray, M: np.ndarray, weight: np.ndarray,
-                q: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """Cost of the j-th unit on pair q: COST_SCALE x its row's weight x COST_BASE ** (the deviation from its
-    row's mean, in leaders, of the cell it fills, above the lowest such deviation; capped). Non-decreasing in j
-    (convex), so a pair's cheap units fill first. Leaders are held, so the means are the start's."""
-    D, ql, qf = prob.D, pairs.l[q], pairs.f[q]
+def _unit_costs(prob: FailoverProblem, lay: Layout, choice: np.ndarray, weight: np.ndarray, q: np.ndarray,
+                j: np.ndarray) -> np.ndarray:
+    """Cost of the j-th unit on pair node q: COST_SCALE x its row's weight x COST_BASE ** (the deviation from
+    its row's mean, in leaders, of the cell it fills, above the lowest such deviation; capped). Non-decreasing in
+    j (convex). Leaders are held, so the means are the start's. A pair split by topic counts each node's units
+    on top of the units the other topics' nodes hold in ``choice`` (an approximation: the flow may move those)."""
+    D, (L, M) = prob.D, loads(prob, choice)
+    pl, pf = lay.pair_l[lay.q_pair[q]], lay.pair_f[lay.q_pair[q]]
     n = np.maximum(prob.valid.sum(axis=1), 1)
     mean = np.where(prob.valid, values(prob, L, M), 0).sum(axis=1) / n
-    dev = (values(prob, L, prob.fixed_M)[ql, qf] + D * j - mean[ql]) / D
+    other = 0
+    if lay.C:
+        own = np.bincount(lay.opt_q[choice], minlength=lay.Q)
+        pair = np.bincount(lay.q_pair, weights=own, minlength=len(lay.pair_l)).astype(np.int64)
+        other = (pair[lay.q_pair] - own)[q]
+    dev = (values(prob, L, prob.fixed_M)[pl, pf] + D * (other + j) - mean[pl]) / D
     e = np.clip(dev - dev.min(initial=0.0), 0, COST_EXPONENT_MAX)
-    return np.rint(COST_SCALE * weight[ql] * COST_BASE ** e).astype(np.int64)
-
-
-# ---- per-topic leader intervals ------------------------------------------------------------------------------
-
-def _with_topic_rounds(prob: FailoverProblem, choice: np.ndarray, solve) -> np.ndarray | None:
-    """``solve(allowed)`` until its answer keeps every topic's leader intervals (no topics: once)."""
-    allowed = np.ones(len(prob.opt_row), dtype=bool)
-    if prob.topic_of is None:
-        return solve(allowed)
-    allowed = _topic_room(prob, choice)
-    for _ in range(TOPIC_ROUNDS):
-        new = solve(allowed)
-        if new is None:
-            return None
-        bad = _topic_offenders(prob, choice, new)
-        if not len(bad):
-            return new
-        allowed[bad] = False
-    return None
-
-
-def _topic_leaders(prob: FailoverProblem, choice: np.ndarray) -> np.ndarray:
-    TL = np.zeros_like(prob.tlo)
-    np.add.at(TL, (prob.topic_of, prob.opt_l[choice]), 1)
-    return TL
-
-
-def _topic_room(prob: FailoverProblem, choice: np.ndarray) -> np.ndarray:
-    """Options allowed on their own: the same leader, or a new leader whose topic cell is below its ceiling
-    while the old leader's is above its floor."""
-    TL = _topic_leaders(prob, choice)
-    t = prob.topic_of[prob.opt_row]
-    old = prob.opt_l[choice][prob.opt_row]
-    new = prob.opt_l
-    return (new == old) | ((TL[t, new] < prob.thi[t, new]) & (TL[t, old] > prob.tlo[t, old]))
-
-
-def _topic_offenders(prob: FailoverProblem, choice: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Options to forbid where ``new`` overfills (empties) a topic's cell: of the rows that moved in (out), the
-    last ones beyond the cell's room lose that move (may not take that leader; must keep their own)."""
-    TL = _topic_leaders(prob, new)
-    excess_in = np.maximum(TL - prob.thi, 0).ravel()
-    excess_out = np.maximum(prob.tlo - TL, 0).ravel()
-    if not (excess_in.any() or excess_out.any()):
-        return np.zeros(0, dtype=np.int64)
-    N = prob.N
-    moved = np.flatnonzero(prob.opt_l[new] != prob.opt_l[choice])
-    to, frm = prob.opt_l[new[moved]], prob.opt_l[choice[moved]]
-    banned = np.full(prob.F, -1, dtype=np.int64)  # a leader the row may not take
-    kept = np.full(prob.F, -1, dtype=np.int64)  # the leader the row must keep
-    for leader, excess, into in ((to, excess_in, banned), (frm, excess_out, kept)):
-        cell = prob.topic_of[moved] * N + leader
-        hit = excess[cell] > 0
-        rows, cell, leader = moved[hit], cell[hit], leader[hit]
-        order = np.lexsort((-rows, cell))  # per cell, the last rows first
-        drop = order[rank(cell[order]) < excess[cell[order]]]
-        into[rows[drop]] = leader[drop]
-    r = prob.opt_row
-    bad = ((banned[r] >= 0) & (prob.opt_l == banned[r])) | ((kept[r] >= 0) & (prob.opt_l != kept[r]))
-    return np.flatnonzero(bad)
+    return np.rint(COST_SCALE * weight[pl] * COST_BASE ** e).astype(np.int64)
