@@ -229,62 +229,23 @@ def cpsat_optimum(case: Case, topic_leaders: bool = False, seconds: float = 20.0
     assert len(set(case.weight)) == 1, "the CP-SAT oracle is for equal weights"
     sp = space(case, topic_leaders)
     m = cp_model.CpModel()
-    x = [[m.new_bool_var("") for _ in opts] for opts in sp.options]
-    for p, opts, row in zip(sp.free, sp.options, x):
-        m.add_exactly_one(row)
-        for pair, v in zip(opts, row):  # start from the start's order (a feasible choice)
-            m.add_hint(v, pair == tuple(case.start[p][:2]))
-    free = set(sp.free)
-    n = len(case.start)
-    lead = {b: [] for b in case.ids}
-    lead_const = {b: 0 for b in case.ids}
-    pair: dict = {}
-    pair_const: dict = {}
-    for p, s in enumerate(case.start):
-        if p not in free:
-            lead_const[s[0]] += 1
-            if len(s) > 1:
-                pair_const[(s[0], s[1])] = pair_const.get((s[0], s[1]), 0) + 1
-    cell: dict = {}
-    for p, opts, row in zip(sp.free, sp.options, x):
-        for (a, b), v in zip(opts, row):
-            lead[a].append(v)
-            pair.setdefault((a, b), []).append(v)
-            cell.setdefault((case.topic[p], a), []).append(v)
-    start_lead = {b: sum(1 for o in case.start if o[0] == b) for b in case.ids}
-    start_pair: dict = {}
-    for o in case.start:
-        if len(o) > 1:
-            start_pair[(o[0], o[1])] = start_pair.get((o[0], o[1]), 0) + 1
+    sums = _choice_sums(case, sp, m)
+    start_lead, start_pair = _counts(case.start)
+    start_lead = {b: start_lead.get(b, 0) for b in case.ids}
     L = {}
     for b in case.ids:
         L[b] = m.new_int_var(sp.lo[b], sp.hi[b], "")
-        m.add(L[b] == lead_const[b] + sum(lead[b]))
+        m.add(L[b] == sums.lead_const[b] + sum(sums.lead[b]))
         m.add_hint(L[b], start_lead[b])
-    if sp.tlo:
-        for (t, b), a in sp.tlo.items():
-            fixed = sum(1 for p, s in enumerate(case.start) if p not in free and case.topic[p] == t and s[0] == b)
-            m.add_linear_constraint(fixed + sum(cell.get((t, b), [])), a, sp.thi[(t, b)])
-    W = m.new_int_var(0, n, "W")
+    for (t, b), a in sp.tlo.items():
+        m.add_linear_constraint(sums.cell_const.get((t, b), 0) + sum(sums.cell.get((t, b), [])), a, sp.thi[(t, b)])
+    W = m.new_int_var(0, len(case.start), "W")
     start_w = 0
     for f in case.live:
-        surv = [b for b in case.live if b != f]
-        if not surv:
-            continue
-        loads, start_loads = [], []
-        for b in surv:
-            v = m.new_int_var(0, 2 * n, "")
-            m.add(v == L[b] + pair_const.get((f, b), 0) + sum(pair.get((f, b), [])))
-            loads.append(v)
-            start_loads.append(start_lead[b] + start_pair.get((f, b), 0))
-            m.add_hint(v, start_loads[-1])
-        hi, lo = m.new_int_var(0, 2 * n, ""), m.new_int_var(0, 2 * n, "")
-        m.add_max_equality(hi, loads)
-        m.add_min_equality(lo, loads)
-        m.add_hint(hi, max(start_loads))
-        m.add_hint(lo, min(start_loads))
-        start_w = max(start_w, max(start_loads) - min(start_loads))
-        m.add(W >= hi - lo)
+        load = {b: L[b] + sums.pair_const.get((f, b), 0) + sum(sums.pair.get((f, b), [])) for b in case.live if b != f}
+        if load:
+            at_start = {b: start_lead[b] + start_pair.get((f, b), 0) for b in load}
+            start_w = max(start_w, _row_spread(m, W, load, at_start, len(case.start)))
     m.add_hint(W, start_w)
     m.minimize(W)
     s = cp_model.CpSolver()
@@ -295,3 +256,64 @@ def cpsat_optimum(case: Case, topic_leaders: bool = False, seconds: float = 20.0
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE), "the oracle found no choice (the start is one)"
     return Optimum(float(s.objective_value), -1, float(math.ceil(s.best_objective_bound - 1e-9)),
                    status == cp_model.OPTIMAL)
+
+
+@dataclass
+class _Sums:
+    """The model's booleans grouped by leader, (leader, follower) and (topic, leader), and the fixed part."""
+
+    lead: dict
+    pair: dict
+    cell: dict
+    lead_const: dict
+    pair_const: dict
+    cell_const: dict
+
+
+def _choice_sums(case: Case, sp: Space, m: cp_model.CpModel) -> _Sums:
+    free = set(sp.free)
+    fixed = [o for p, o in enumerate(case.start) if p not in free]
+    lead_const, pair_const = _counts(fixed)
+    cell_const: dict = {}
+    for p, o in enumerate(case.start):
+        if p not in free:
+            cell_const[(case.topic[p], o[0])] = cell_const.get((case.topic[p], o[0]), 0) + 1
+    sums = _Sums({b: [] for b in case.ids}, {}, {}, {b: lead_const.get(b, 0) for b in case.ids}, pair_const,
+                 cell_const)
+    for p, opts in zip(sp.free, sp.options):
+        row = [m.new_bool_var("") for _ in opts]
+        m.add_exactly_one(row)
+        for (a, b), v in zip(opts, row):
+            m.add_hint(v, (a, b) == tuple(case.start[p][:2]))  # the start's order: a feasible choice
+            sums.lead[a].append(v)
+            sums.pair.setdefault((a, b), []).append(v)
+            sums.cell.setdefault((case.topic[p], a), []).append(v)
+    return sums
+
+
+def _counts(orders) -> tuple[dict, dict]:
+    """Leaders per broker and (leader, first follower) counts of some replica orders."""
+    lead: dict = {}
+    pair: dict = {}
+    for o in orders:
+        lead[o[0]] = lead.get(o[0], 0) + 1
+        if len(o) > 1:
+            pair[(o[0], o[1])] = pair.get((o[0], o[1]), 0) + 1
+    return lead, pair
+
+
+def _row_spread(m: cp_model.CpModel, W, load: dict, at_start: dict, n: int) -> int:
+    """W >= (largest - smallest survivor load) of one failed broker; returns that spread at the start."""
+    loads = []
+    for b, expr in load.items():
+        v = m.new_int_var(0, 2 * n, "")
+        m.add(v == expr)
+        m.add_hint(v, at_start[b])
+        loads.append(v)
+    hi, lo = m.new_int_var(0, 2 * n, ""), m.new_int_var(0, 2 * n, "")
+    m.add_max_equality(hi, loads)
+    m.add_min_equality(lo, loads)
+    m.add_hint(hi, max(at_start.values()))
+    m.add_hint(lo, min(at_start.values()))
+    m.add(W >= hi - lo)
+    return max(at_start.values()) - min(at_start.values())

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .failover_problem import BIG, FailoverProblem, find_options, group_of, loads, match, rank, values
+from .failover_problem import BIG, FailoverProblem, find_options, group_of, match, rank, values
 
 SEED = 20240611
 SHARE_B, SHARE_C = 0.6, 0.85  # of the budget: level (b) up to 60 %, (b) + (c) up to 85 %, (d) the rest

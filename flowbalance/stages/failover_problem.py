@@ -15,7 +15,7 @@ change), so the shares are constants.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -162,12 +162,7 @@ def _with_shares(prob: FailoverProblem, weight: np.ndarray, choice: np.ndarray) 
     w = np.where(prob.valid, weight[None, :], 0.0)
     wsum = np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
     R = np.rint(WEIGHT_SCALE * tot * w / wsum).astype(np.int64)
-    return _replace(prob, D=WEIGHT_SCALE, R=R)
-
-
-def _replace(prob: FailoverProblem, **changes) -> FailoverProblem:
-    from dataclasses import replace
-    return replace(prob, **changes)
+    return replace(prob, D=WEIGHT_SCALE, R=R)
 
 
 def _topic_intervals(state: ClusterState, rows: np.ndarray, forced: np.ndarray, forced_lead: np.ndarray,
