@@ -9,6 +9,7 @@ import typer
 
 from flowbalance.load import load_cluster, mark_removed, parse_broker_ids
 from flowbalance.metrics import measure
+from flowbalance.reorder import reorder_gain
 from flowbalance.summary import Thresholds, evaluate, metrics_dict
 
 from . import options as o
@@ -44,6 +45,10 @@ def check(
     )
     checks = evaluate(state, m, th)
     data = metrics_dict(state, m)
+    gain = reorder_gain(state, per_topic=not no_per_topic)
+    data["reorder_only"] = {"leader_spread": list(gain.leader_spread), "failover_worst_spread": list(gain.failover_worst),
+                            "reordered_partitions": gain.reordered_partitions, "improves": gain.improves,
+                            "text": gain.text() if gain.improves else None}
     for w in loaded.warnings:
         warn(w)
     if json_out:

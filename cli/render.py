@@ -178,6 +178,10 @@ def render_check(data: dict, checks: dict[str, bool], con: Console) -> None:
     t.add_row("rack violations", f"{rv['count']}{listed}", _mark(checks.get("racks")))
     t.add_row("M* (fewest moves to balance)", str(data["min_moves"]), "")
     con.print(t)
+    ro = data.get("reorder_only")
+    if ro and ro["improves"]:
+        con.print(f"[bold]Hint[/bold]: {safe_text(ro['text'])}; `flowbalance plan` proposes it when the replica "
+                  "counts are at their targets")
     failed = [k for k, v in checks.items() if not v]
     if failed:
         con.print(f"[bold red]Not balanced[/bold red]: {', '.join(map(safe_text, failed))}")

@@ -113,15 +113,36 @@ def _request_of(request: PlanRequest | None, fields: Mapping[str, Any]) -> PlanR
 
 
 def _proposal(ctx: Context, skipped: bool) -> tuple[ClusterState, StateMetrics | None, bool]:
-    """The state to propose. Templates are proposed only when they must change something or lower a spread."""
+    """The state to propose. Templates are proposed only when they must change something or lower a spread; a
+    flow plan that moves no data only when its reordering lowers a spread (and the notes say which)."""
     r = ctx.resolved
-    if skipped or r.request.strategy != "template":
+    if skipped:
         return ctx.current, None, skipped
+    if r.request.strategy != "template":
+        return _reorder_only(ctx)
     mc = measure(ctx.current)
     if must_change(r) or improves(ctx.metrics_before, mc, r.request.per_topic):
         return ctx.current, mc, False
     ctx.notes.append("template strategy: the templates would not lower any spread, so nothing is proposed")
     return r.before, None, True
+
+
+def _reorder_only(ctx: Context) -> tuple[ClusterState, StateMetrics | None, bool]:
+    """A flow plan that moves nothing is a reordering: proposed when it lowers the leader or failover spread."""
+    r = ctx.resolved
+    if must_change(r) or compare(r.before, ctx.current).moves > 0:
+        return ctx.current, None, False
+    mc = measure(ctx.current)
+    mb = ctx.metrics_before
+    lowered = [f"{name} {a:g} → {b:g}" for name, a, b in (
+        ("leader spread", mb.leader_spread, mc.leader_spread),
+        ("worst failover spread", mb.failover.worst[1], mc.failover.worst[1]),
+        ("worst rack failover spread", mb.rack_failover.worst[1], mc.rack_failover.worst[1])) if b < a]
+    if not lowered:
+        ctx.notes.append("no data moves are needed and reordering would lower no spread, so nothing is proposed")
+        return r.before, None, True
+    ctx.notes.append("no data moves are needed; proposed only because reordering lowers " + ", ".join(lowered))
+    return ctx.current, mc, False
 
 
 def _verify(r: Resolved, after: ClusterState, skipped: bool) -> None:
