@@ -46,6 +46,8 @@ EXACT_MAX_TERMS = 30_000  # (replica set, order) count variables
 CONVEX_WORK = 1_200_000  # options x convex solves: the convex flow runs while this allows one solve or more
 CONVEX_ITERATIONS = 6
 THRESHOLD_PROBES = 12
+LARGE_OPTIONS = 500_000  # options (ordered pairs of free rows) from which a cluster counts as large
+LARGE_TOPIC_PROBES = 2  # threshold targets tried on large clusters with topic intervals (each takes flows)
 DETERMINISTIC_TIME = 2.0  # CP-SAT's deterministic seconds for levels (b), (c), (d) together (about 3-4 s here)
 
 
@@ -108,11 +110,14 @@ def _fast(prob: FailoverProblem, start: np.ndarray, floor: int) -> tuple[np.ndar
     With topic intervals the convex flow runs without them and its rows' maxima become targets for a flow that
     keeps them (``by_row_targets``): the convex costs need each pair's units together, which topic cells split."""
     best, method = start, "stages 2 + 3"
-    found = by_thresholds(prob, start, floor, THRESHOLD_PROBES)
+    options = len(prob.opt_row)
+    probes = THRESHOLD_PROBES if prob.topic_of is None or options <= LARGE_OPTIONS else LARGE_TOPIC_PROBES
+    found = by_thresholds(prob, start, floor, probes)
     if sort_key(prob, found) < sort_key(prob, best):
         best, method = found, "thresholds"
-    iterations = min(CONVEX_ITERATIONS, CONVEX_WORK // max(len(prob.opt_row), 1))
-    if not iterations or int(spreads(prob, best).max()) <= floor:
+    iterations = min(CONVEX_ITERATIONS, CONVEX_WORK // max(options, 1))
+    near = int(spreads(prob, best).max()) <= floor + (prob.D if options > LARGE_OPTIONS // 5 else 0)
+    if not iterations or near:  # large clusters within one leader of the bound: the convex flow costs seconds
         return best, method
     for found in _convex_candidates(prob, best, iterations):
         if sort_key(prob, found) < sort_key(prob, best):
