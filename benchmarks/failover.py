@@ -118,7 +118,8 @@ def worker(name: str, oracle_seconds: float) -> dict:
 def _row(r: dict) -> str:
     a, t = r["brokers_only"], r["topic_leaders"]
     o = r.get("oracle")
-    oracle = "" if o is None else (f"{o['best']:g} (optimal)" if o["proven"] else f"{o['best']:g}, bound {o['lower']:g}")
+    oracle = ("" if o is None else f"{o['best']:g} (optimal)" if o["proven"]
+              else f"{o['best']:g}, bound {o['lower']:g}")
     cells = (r["case"], f"{r['replicas']:,}", r["rf"], f"{a['baseline']:g}", f"{a['worst']:g} ({a['at_worst']})",
              f"{a['bound']:g}", "yes" if a["exact"] else "no", a["method"], f"{a['seconds']:.2f}",
              f"{a['peak_mib']:,}", f"{t['worst']:g} ({t['at_worst']})", f"{t['bound']:g}", f"{t['seconds']:.2f}",
