@@ -100,7 +100,7 @@ def render_frontier(d: dict, con: Console) -> None:
 
     def row(label: str, key: str, fmt=lambda v: f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v),
             current: str = "") -> None:
-        t.add_row(label, current, *["-" if not p["usable"] or p[key] is None else fmt(p[key]) for p in pts])
+        t.add_row(label, current, *["-" if p[key] is None else fmt(p[key]) for p in pts])
 
     cur = d["current"]
     row("budget (moves)", "budget_moves")
