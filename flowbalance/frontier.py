@@ -195,7 +195,8 @@ _CERT_KEYS = ("moves", "lower_bound", "bound_for", "bound_by_flow", "closed_form
               "per_topic")
 _SPREAD_KEYS = ("replica_spread", "topic_spread", "leader_spread", "failover_worst_spread",
                 "rack_failover_worst_spread", "rack_violations")
-_PLAN_KEYS = ("extra_moves_spent", "budget_note", "bytes_to_move", "changed_partitions", "leader_changes", "empty", "seconds")
+_PLAN_KEYS = ("extra_moves_spent", "budget_note", "bytes_to_move", "changed_partitions", "leader_changes", "empty",
+              "seconds")
 
 
 def point_fields(pt: FrontierPoint, scope: int, fewest: int | None) -> dict[str, Any]:

@@ -117,7 +117,8 @@ def frontier_table(d: dict) -> str:
         rows.append(f'<tr><td class="l">{name}</td>' + "".join(f"<td>{escape(c)}</td>" for c in cells[:5])
                     + f'<td class="l">{escape(cells[5])}</td>' + "".join(f"<td>{escape(c)}</td>" for c in cells[6:])
                     + f'<td class="l">{escape(p["verdict"])}</td></tr>')
-    th = "".join(f'<th class="{"l" if h in ("point", "worst topic", "verdict") else ""}">{escape(h)}</th>' for h in head)
+    left = ("point", "worst topic", "verdict")
+    th = "".join(f'<th class="{"l" if h in left else ""}">{escape(h)}</th>' for h in head)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 

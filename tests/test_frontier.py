@@ -141,7 +141,8 @@ def test_points_the_request_cannot_use_are_reported(cluster, run_cli):
     by = {p["label"]: p for p in d["points"]}
     assert by["0"]["usable"] and by["0"]["moves"] > 0 and by["0"]["per_topic"]["mode"] == "off"
     for label in ("3%", "strict"):
-        assert not by[label]["usable"] and by[label]["moves"] is None and "per-topic balance is off" in by[label]["reason"]
+        point = by[label]
+        assert not point["usable"] and point["moves"] is None and "per-topic balance is off" in point["reason"]
     code, out, err = run_cli("frontier", *_inputs(cluster), *ADD, "--strategy", "template", "--budgets", "0,3%")
     assert code == 0, err
     assert out.count("not planned") == 2 and "strategy" in out
