@@ -158,3 +158,22 @@ def test_method_md_shows_what_the_commands_print(tmp_path, run_cli):
         assert code == 0, err
         shown = [ln for ln in text.splitlines() if ln.startswith(("Replica moves", "Per-topic", "note: move budget"))]
         assert len(shown) == lines and all(ln in doc for ln in shown), shown
+
+
+def test_a_slack_too_large_to_solve_leaves_stage_1s_plan_and_says_so(monkeypatch):
+    """A budget solve that raises PlanningError (stage 1's full network would not fit) is no plan for that slack,
+    named in the notes; the plan is stage 1's, not an error."""
+    import flowbalance.chain.budget as budget
+    from flowbalance.errors import PlanningError
+    from flowbalance.generate import generate_cluster
+
+    def too_large(*args, **kwargs):
+        raise PlanningError("the pooled optimum could not be realized and the full network would need 9 arcs")
+
+    state = generate_cluster(brokers=12, topics=20, partitions=(4, 9), rf=3, layout="kafka", seed=4)
+    base = plan(state, PlanRequest())
+    monkeypatch.setattr(budget, "balance_replicas", too_large)
+    p = plan(state, PlanRequest(extra_moves="30%"))
+    assert p.changes.moves == base.changes.moves
+    assert any("was not solved" in n for n in p.certificate.notes)
+    assert not any("not reachable" in n for n in p.certificate.notes if n.startswith("move budget"))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..certificate import count_targets, missed_targets, topic_excess
+from ..errors import PlanningError
 from ..metrics import compare, topic_spread
 from ..stages.replicas import balance_replicas
 from .base import Context, Outcome, Stage
@@ -36,6 +37,7 @@ class BudgetEvidence:
     spread_after: float
     next_excess_moves: int | None  # fewest moves for excess_after - 1 (None: not reachable, or nothing bought)
     solves: int
+    unsolved: tuple[int, ...] = ()  # slacks too large to solve (stage 1's full network would not fit)
 
     @property
     def spent(self) -> int:
@@ -44,13 +46,16 @@ class BudgetEvidence:
     def text(self) -> str:
         head = f"move budget: {self.budget:,} extra moves allowed"
         if self.excess_after == self.excess_before:
-            need = ("is not reachable under the request's rules" if self.next_excess_moves is None else
-                    f"needs {self.next_excess_moves:,} moves")
+            need = (f"needs {self.next_excess_moves:,} moves" if self.next_excess_moves is not None else
+                    "could not be solved at this size" if self.excess_before - 1 in self.unsolved else
+                    "is not reachable under the request's rules")
             return (f"{head}; none spent: per-topic excess {self.excess_before - 1} {need} "
                     f"({self.solves} solve{'s' if self.solves != 1 else ''})")
         why = ("" if self.excess_after == 0 else
                f"; excess {self.excess_after - 1} would need {self.next_excess_moves:,} moves"
                if self.next_excess_moves is not None else
+               f"; excess {self.excess_after - 1} could not be solved at this size"
+               if self.excess_after - 1 in self.unsolved else
                f"; excess {self.excess_after - 1} is not reachable under the request's rules")
         return (f"{head}; {self.spent:,} spent on per-topic balance: worst excess over a topic's share "
                 f"{self.excess_before} → {self.excess_after}, per-topic spread {self.spread_before:g} → "
@@ -75,12 +80,18 @@ class TopicBudget(Stage):
         strict = count_targets(r.before, r.target_rf, r.movable, True)
         start = topic_excess(strict, ctx.current, r.movable)
         solved: dict[int, tuple[np.ndarray, int] | None] = {}
+        unsolved: list[tuple[int, str]] = []
 
         def fewest_for(slack: int) -> tuple[np.ndarray, int] | None:
             """The plan with the fewest moves whose excess is at most ``slack``, and its moves (None: none)."""
             if slack not in solved:
-                res = balance_replicas(r.before, r.target_rf, r.movable, per_topic=True, prefer=r.prefer,
-                                       topic_slack=slack)
+                try:
+                    res = balance_replicas(r.before, r.target_rf, r.movable, per_topic=True, prefer=r.prefer,
+                                           topic_slack=slack)
+                except PlanningError as err:  # too large to solve at this slack: no plan for it, said so
+                    unsolved.append((slack, str(err)))
+                    solved[slack] = None
+                    return None
                 after = r.before.with_replicas(res.replicas)
                 ok = not missed_targets(count_targets(r.before, r.target_rf, r.movable, False), r.before, after,
                                         r.movable) and topic_excess(strict, after, r.movable) <= slack
@@ -92,8 +103,9 @@ class TopicBudget(Stage):
         below = solved.get(best - 1) if best > 0 else None
         ev = BudgetEvidence(budget, fewest, moves, start, best, topic_spread(ctx.current).spread,
                             topic_spread(ctx.current.with_replicas(replicas)).spread,
-                            below[1] if below is not None else None, len(solved))
-        return Outcome(replicas, ev, (ev.text(),))
+                            below[1] if below is not None else None, len(solved), tuple(s for s, _ in unsolved))
+        notes = (ev.text(),) + tuple(f"move budget: per-topic excess {s} was not solved ({why})" for s, why in unsolved)
+        return Outcome(replicas, ev, notes)
 
 
 def smallest_within(fewest_for, start: int, limit: int) -> int:
