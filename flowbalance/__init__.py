@@ -12,6 +12,7 @@ The library API (docs/library.md)::
 """
 from .certificate import Certificate, MovesVerdict, certificate_fields
 from .errors import InputError, PlanningError, RequestError
+from .frontier import Frontier, frontier, frontier_summary
 from .load import load_cluster, load_texts, mark_removed
 from .metrics import compare, measure
 from .model import Broker, Brokers, ClusterState, Partition
@@ -26,8 +27,8 @@ from .verify import PlanVerificationError
 __version__ = "0.1.0"
 
 __all__ = [
-    "Broker", "Brokers", "Certificate", "ClusterState", "InputError", "MovesVerdict", "Partition", "Plan",
+    "Broker", "Brokers", "Certificate", "ClusterState", "Frontier", "InputError", "MovesVerdict", "Partition", "Plan",
     "PlanFiles", "PlanRequest", "PlanVerificationError", "PlanningError", "RequestError", "Resolved", "build_report", "certificate_fields",
-    "certify_plan", "compare", "held_rows", "load_cluster", "load_texts", "mark_removed", "measure", "plan", "plan_files",
+    "certify_plan", "compare", "frontier", "frontier_summary", "held_rows", "load_cluster", "load_texts", "mark_removed", "measure", "plan", "plan_files",
     "plan_input", "read_plan", "resolve", "__version__",
 ]

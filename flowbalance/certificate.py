@@ -351,7 +351,8 @@ def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, mo
     v = moves_verdict(before, after, target_rf, movable, per_topic, moves=changes.moves, min_moves=mb.min_moves,
                       topic_min_moves=tstar, fewest=fewest, targets=targets)
     mode = topic_mode if topic_mode is not None else ("strict" if per_topic else "off")
-    topics = _topic_level(before, after, target_rf, movable, mode, targets if per_topic else None, after_topics)
+    topics = _topic_level(before, after, target_rf, movable, mode, (targets, v.missed) if per_topic else None,
+                          after_topics)
     return Certificate(moves_verdict=v, targets=targets, leader_changes=changes.leader_changes,
                        leader_lower_bound=leader_lower_bound(before, after),
                        reason=_reason(v, context), notes=tuple(notes), bytes_objective=bytes_objective,
@@ -359,10 +360,14 @@ def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, mo
 
 
 def _topic_level(before: ClusterState, after: ClusterState, target_rf: np.ndarray, movable: np.ndarray, mode: str,
-                 strict: CountTargets | None, after_topics: TopicSpread | None) -> TopicLevel:
-    """The per-topic level; ``strict`` the strict targets when the verdict already built them."""
-    strict = strict if strict is not None else count_targets(before, target_rf, movable, True)
-    missed = "per-topic balance" in missed_targets(strict, before, after, movable)
+                 judged: tuple[CountTargets, tuple[str, ...]] | None, after_topics: TopicSpread | None) -> TopicLevel:
+    """The per-topic level; ``judged``: the strict targets and what the plan misses of them, when the moves
+    verdict already judged them (strict mode), so they are not built twice."""
+    if judged is None:
+        strict = count_targets(before, target_rf, movable, True)
+        judged = (strict, missed_targets(strict, before, after, movable))
+    strict, missed_all = judged
+    missed = "per-topic balance" in missed_all
     spread = after_topics if after_topics is not None else topic_spread(after)
     return topic_level(before, after, target_rf, mode, spread, missed, strict.closed_bound)
 

@@ -23,11 +23,10 @@ from .certificate import certificate_fields
 from .chain.base import Progress
 from .chain.steps import flow_chain, template_chain
 from .errors import PlanningError, RequestError
-from .metrics import StateMetrics
 from .model import ClusterState
 from .planner import Plan, plan
 from .request import PlanRequest, parse_extra_moves
-from .summary import num
+from .summary import spreads_of
 
 DEFAULT_BUDGETS = ("0", "1%", "2%", "5%", "10%")
 STRICT = "strict"
@@ -178,18 +177,6 @@ def _scope(points: Sequence[FrontierPoint]) -> int:
     return 0  # pragma: no cover - the budget 0 point, or the first budget, is always planned
 
 
-def spreads(m: StateMetrics) -> dict[str, Any]:
-    """The spreads a frontier point shows (and the current state's): per topic, failover, replicas, leaders."""
-    return {
-        "replica_spread": num(m.replica_spread),
-        "topic_spread": num(m.topic.spread),
-        "leader_spread": num(m.leader_spread),
-        "failover_worst_spread": num(m.failover.worst[1]),
-        "rack_failover_worst_spread": num(m.rack_failover.worst[1]) if len(m.rack_failover.failed) else None,
-        "rack_violations": int(len(m.rack_violations)),
-    }
-
-
 _CERT_KEYS = ("moves", "lower_bound", "bound_for", "bound_by_flow", "closed_form_bound", "min_moves",
               "topic_min_moves", "targets_met", "missed_targets", "proven_optimal", "optimality", "verdict",
               "per_topic")
@@ -217,7 +204,7 @@ def point_fields(pt: FrontierPoint, scope: int, fewest: int | None) -> dict[str,
         "changed_partitions": int(len(p.changes.changed_rows)),
         "leader_changes": p.changes.leader_changes,
         "empty": p.is_empty,
-        **spreads(p.metrics_after),
+        **spreads_of(p.metrics_after),
         "seconds": round(p.seconds.get("total", 0.0), 3),
     }
 
@@ -232,7 +219,7 @@ def frontier_summary(f: Frontier) -> dict[str, Any]:
     fewest = zero.changes.moves if zero is not None else None
     c = first.metrics_before
     return {
-        "current": {**spreads(c), "replicas": c.num_replicas, "partitions": c.num_partitions,
+        "current": {**spreads_of(c), "replicas": c.num_replicas, "partitions": c.num_partitions,
                     "brokers": int(first.before.brokers.live.sum())},
         "scope_replicas": f.scope_replicas,
         "points": [point_fields(pt, f.scope_replicas, fewest) for pt in f.points],

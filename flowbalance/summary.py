@@ -205,6 +205,19 @@ def _gap(value: int, bound: int) -> float | None:
     return round((value - bound) / bound, 4) if bound > 0 else None
 
 
+def spreads_of(m: StateMetrics) -> dict:
+    """The spreads several plans are compared by (``compare``, ``frontier``): replicas, per topic, leaders,
+    broker and rack failover, rack violations."""
+    return {
+        "replica_spread": num(m.replica_spread),
+        "topic_spread": num(m.topic.spread),
+        "leader_spread": num(m.leader_spread),
+        "failover_worst_spread": num(m.failover.worst[1]),
+        "rack_failover_worst_spread": num(m.rack_failover.worst[1]) if len(m.rack_failover.failed) else None,
+        "rack_violations": int(len(m.rack_violations)),
+    }
+
+
 def compare_summary(plans: dict) -> dict:
     """Several plans of the same input side by side (``flowbalance compare``): the current state once, then
     per strategy the moves, bytes and the spreads after."""
@@ -212,15 +225,7 @@ def compare_summary(plans: dict) -> dict:
     mb = first.metrics_before
 
     def spreads(m: StateMetrics) -> dict:
-        return {
-            "replica_spread": num(m.replica_spread),
-            "topic_spread": num(m.topic.spread),
-            "leader_spread": num(m.leader_spread),
-            "failover_worst_spread": num(m.failover.worst[1]),
-            "rack_failover_worst_spread": num(m.rack_failover.worst[1]) if len(m.rack_failover.failed) else None,
-            "rack_violations": int(len(m.rack_violations)),
-            "replicas_on_removed_brokers": m.replicas_on_removed,
-        }
+        return {**spreads_of(m), "replicas_on_removed_brokers": m.replicas_on_removed}
 
     out = {"current": spreads(mb), "strategies": {}}
     for name, p in plans.items():
