@@ -11,7 +11,8 @@ from rich.table import Table
 
 from flowbalance.errors import RequestError
 from flowbalance.formats.writers import check_outputs, write_atomic
-from flowbalance.frontier import DEFAULT_BUDGETS, frontier, frontier_summary, parse_budgets
+from flowbalance.frontier import (DEFAULT_BUDGETS, format_number, frontier, frontier_summary, group_digits,
+                                  parse_budgets, point_text, strict_point)
 from flowbalance.frontier_html import render_frontier_html
 from flowbalance.load import load_cluster
 from flowbalance.request import STAGES
@@ -74,7 +75,7 @@ def frontier_command(
         given = plan_input(loaded.state, loaded.status, str(current), from_target=from_target,
                            move_unhealthy=move_unhealthy, names=o.STATUS_FLAGS)
         f = frontier(given.state, req, labels, pinned=given.pinned, notes=given.notes,
-                     progress=lambda step, of, name: steps.step(name))
+                     progress=lambda step, of, name: steps.step(name), read_as=loaded.state)
         data = frontier_summary(f)
         if html is not None:
             steps.step("writing the page")
@@ -98,32 +99,40 @@ def render_frontier(d: dict, con: Console) -> None:
     t.add_column("current", justify="right")
     for p in pts:
         t.add_column(safe_text(p["label"]), justify="right")
-
-    def row(label: str, key: str, fmt=lambda v: f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v),
-            current: str = "") -> None:
-        t.add_row(label, current, *["-" if p[key] is None else fmt(p[key]) for p in pts])
-
     cur = d["current"]
+
+    def row(label: str, key: str, fmt=format_number, now: bool = False) -> None:
+        cells = ["-" if p[key] is None else fmt(p[key]) for p in pts]
+        t.add_row(label, format_number(cur[key]) if now else "", *cells)
+
     row("budget (moves)", "budget_moves")
     row("replica moves", "moves")
     row("beyond the fewest", "extra_moves_spent")
     row("proven optimal", "proven_optimal", fmt=lambda v: "yes" if v else "no")
     if any(p["bytes_to_move"] is not None for p in pts):
         row("bytes to move", "bytes_to_move", fmt=format_bytes)
-    row("per-topic spread", "topic_spread", current=str(cur["topic_spread"]))
-    row("failover spread, broker down", "failover_worst_spread", current=str(cur["failover_worst_spread"]))
+    row("per-topic spread", "topic_spread", now=True)
+    row("failover spread, broker down", "failover_worst_spread", now=True)
     if cur["rack_failover_worst_spread"] is not None:
-        row("failover spread, rack down", "rack_failover_worst_spread", current=str(cur["rack_failover_worst_spread"]))
-    row("replica spread", "replica_spread", current=str(cur["replica_spread"]))
-    row("leader spread", "leader_spread", current=str(cur["leader_spread"]))
-    row("time (s)", "seconds", fmt=lambda v: f"{v:.2f}")
+        row("failover spread, rack down", "rack_failover_worst_spread", now=True)
+    row("replica spread", "replica_spread", now=True)
+    row("leader spread", "leader_spread", now=True)
+    row("time (s)", "seconds", fmt=lambda v: f"{v:,.2f}")
     con.print(t)
+    _render_verdicts(d, con)
+
+
+def _render_verdicts(d: dict, con: Console) -> None:
+    """Each point's verdict (strict priced once: by the strict column), its budget note, or why it was not
+    planned; then the total time."""
+    pts = d["points"]
+    strict = strict_point(d)
     for p in pts:
+        name = f"[bold]{safe_text(p['label'])}[/bold]"
         if p["usable"]:
-            con.print(f"[bold]{safe_text(p['label'])}[/bold]: {safe_text(p['verdict'])}"
-                      + (f"; {safe_text(p['per_topic']['text'])}" if p["per_topic"] else ""))
+            con.print(f"{name}: {safe_text(point_text(p, strict))}")
             if p["budget_note"]:
-                con.print(f"  [dim]{safe_text(p['budget_note'])}[/dim]")
+                con.print(f"  [dim]{safe_text(group_digits(p['budget_note']))}[/dim]")
         else:
-            con.print(f"[bold]{safe_text(p['label'])}[/bold]: [yellow]not planned[/yellow]: {safe_text(p['reason'])}")
-    con.print(f"Time {d['seconds']:.2f} s for {sum(p['usable'] for p in pts)} plans, each verified and certified.")
+            con.print(f"{name}: [yellow]not planned[/yellow]: {safe_text(p['reason'])}")
+    con.print(f"Time {d['seconds']:,.2f} s for {sum(p['usable'] for p in pts)} plans, each verified and certified.")

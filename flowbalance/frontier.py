@@ -9,10 +9,14 @@ strategy, objective bytes, disk balance, or without the replicas stage; strict w
 the template strategy) is kept, marked unusable, with the reason, and planned not at all: the operator sees
 that the choice does not exist rather than a copy of another point.
 
-``frontier_summary(f)`` is the plain dict ``flowbalance frontier --json`` prints (keys in docs/commands.md).
+``frontier_summary(f)`` is the plain dict ``flowbalance frontier --json`` prints (keys in docs/commands.md). It
+carries ``kind`` and the fingerprint of the cluster it was planned for (``cluster_fingerprint``), so that a saved
+frontier is drawn only beside the cluster it belongs to (``flowbalance report --frontier``).
 """
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -30,6 +34,8 @@ from .summary import spreads_of
 
 DEFAULT_BUDGETS = ("0", "1%", "2%", "5%", "10%")
 STRICT = "strict"
+KIND = "flowbalance frontier"  # the ``kind`` of the --json output: what ``report --frontier`` accepts
+VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,7 @@ class Frontier:
     points: tuple[FrontierPoint, ...]
     scope_replicas: int  # replicas of the partitions that may move: what a percentage budget is a percentage of
     seconds: float
+    cluster: dict[str, Any]  # cluster_fingerprint of the state as read
 
     def point(self, label: str) -> FrontierPoint:
         return next(p for p in self.points if p.label == label)
@@ -97,13 +104,47 @@ def parse_budgets(budgets: str | Sequence[int | str]) -> tuple[str, ...]:
     return tuple(labels)
 
 
+def cluster_fingerprint(state: ClusterState) -> dict[str, Any]:
+    """What identifies a cluster's assignment, independent of the file format it was read from and of any request:
+    partitions, replicas and topics counted, the ids of the brokers that hold a replica, and a SHA-256 of the
+    topic names and of every partition's replica list in order (the state is in canonical (topic, partition)
+    order, so the same assignment always hashes the same). Brokers without replicas (new brokers, weights, racks)
+    are left out: they belong to the request and the broker file, not to the assignment."""
+    reps = np.asarray(state.replicas, dtype="<i8")
+    digest = hashlib.sha256()
+    digest.update("\n".join(state.topics).encode("utf-8") + b"\0")
+    digest.update(np.array(reps.shape, dtype="<i8").tobytes())
+    for column in (state.topic, state.partition):
+        digest.update(np.asarray(column, dtype="<i8").tobytes())
+    digest.update(reps.tobytes())
+    held = np.unique(reps[reps >= 0])
+    return {"partitions": int(state.num_partitions), "replicas": int((reps >= 0).sum()), "topics": len(state.topics),
+            "brokers": [int(b) for b in held], "assignment_sha256": digest.hexdigest()}
+
+
+def request_fields(req: PlanRequest) -> dict[str, Any]:
+    """The request's fields that differ from the defaults, as plain JSON (the budget and per-topic mode left out:
+    every point sets its own), so that a saved frontier says what it was planned for."""
+    plain = PlanRequest()
+    out: dict[str, Any] = {}
+    for name in req.__dataclass_fields__:
+        value = getattr(req, name)
+        if name in ("extra_moves", "per_topic_mode") or value == getattr(plain, name):
+            continue
+        out[name] = [list(v) if isinstance(v, tuple) else v for v in value] if isinstance(value, tuple) else value
+    return out
+
+
 def frontier(state: ClusterState, request: PlanRequest | None = None,
              budgets: str | Sequence[int | str] = DEFAULT_BUDGETS, *, pinned: np.ndarray | None = None,
-             notes: Sequence[str] = (), progress: Progress | None = None) -> Frontier:
+             notes: Sequence[str] = (), progress: Progress | None = None,
+             read_as: ClusterState | None = None) -> Frontier:
     """Plan ``request`` at every budget and in strict per-topic mode (see the module docstring).
 
     ``request`` must leave ``extra_moves`` at 0 and ``per_topic_mode`` at "spread": the frontier sets both.
-    ``pinned``, ``notes``: as for ``plan``. ``progress(step, of, name)`` counts the steps of every plan."""
+    ``pinned``, ``notes``: as for ``plan``. ``progress(step, of, name)`` counts the steps of every plan.
+    ``read_as``: the state as read from the operator's file when ``state`` was derived from it (partitions in
+    flight planned from their target): the fingerprint is taken of it, as ``report`` reads that file."""
     request = (request or PlanRequest()).validate()
     if parse_extra_moves(request.extra_moves) != (0, None) or request.per_topic_mode != "spread":
         raise RequestError(("extra_moves", "per_topic_mode"), "the frontier plans every budget and strict itself: "
@@ -121,7 +162,8 @@ def frontier(state: ClusterState, request: PlanRequest | None = None,
         points.append(_point(state, label, req, pinned, notes, relay))
     scope = _scope(points)
     order = sorted(range(len(points)), key=lambda i: (points[i].strict, points[i].budget_moves(scope) or 0, i))
-    return Frontier(request, tuple(points[i] for i in order), scope, time.perf_counter() - t0)
+    return Frontier(request, tuple(points[i] for i in order), scope, time.perf_counter() - t0,
+                    cluster_fingerprint(read_as if read_as is not None else state))
 
 
 def _point(state: ClusterState, label: str, req: PlanRequest, pinned: np.ndarray | None, notes: Sequence[str],
@@ -219,9 +261,70 @@ def frontier_summary(f: Frontier) -> dict[str, Any]:
     fewest = zero.changes.moves if zero is not None else None
     c = first.metrics_before
     return {
+        "kind": KIND,
+        "version": VERSION,
+        "cluster": f.cluster,
+        "request": request_fields(f.request),
         "current": {**spreads_of(c), "replicas": c.num_replicas, "partitions": c.num_partitions,
                     "brokers": int(first.before.brokers.live.sum())},
         "scope_replicas": f.scope_replicas,
         "points": [point_fields(pt, f.scope_replicas, fewest) for pt in f.points],
         "seconds": round(f.seconds, 3),
     }
+
+
+# ---- what the terminal and the page show ------------------------------------------------------------------------
+
+_LONG_INT = re.compile(r"(?<![\w.,-])[1-9]\d{3,}(?!\w|[.,]\d)")
+_STRICT_CLAUSE = "; strict ±1 per topic needs at least"
+
+
+def group_digits(text: str) -> str:
+    """The certificate's wording with integers of four or more digits grouped by thousands ("5527 moves, bound
+    5527" → "5,527 moves, bound 5,527"), as every other number on the frontier's screens is. Only free-standing
+    integers change: a decimal, a grouped number or digits inside a name (``topic-1234``) stay as they are."""
+    return _LONG_INT.sub(lambda m: f"{int(m.group()):,}", text)
+
+
+def format_number(v: Any) -> str:
+    """A number as the frontier shows it: thousands grouped, at most three decimals, never an exponent
+    (5527 → "5,527", 2.5 → "2.5", 1/3 → "0.333"); None → "-"; anything else as text."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if float(v).is_integer():
+        return f"{int(v):,}"
+    return f"{v:,.3f}".rstrip("0").rstrip(".")
+
+
+def point_text(p: dict[str, Any], strict: dict[str, Any] | None) -> str:
+    """A planned point's verdict and per-topic level as the frontier shows them (``p``, ``strict``: entries of
+    ``frontier_summary``'s ``points``; ``strict`` the strict point, or None).
+
+    The certificate prices strict per-topic balance by a closed-form lower bound ("strict ±1 per topic needs at
+    least N moves"); when the frontier planned the strict point, that plan's own moves are what strict costs, so
+    they replace the bound: the screen shows one strict figure, the strict column's."""
+    text = group_digits(p["verdict"])
+    level = p["per_topic"]
+    if level is None:
+        return text
+    shown = level["text"]
+    if strict is not None and strict["usable"] and _STRICT_CLAUSE in shown:
+        moves, cost = p["moves"], strict["moves"]
+        ratio = f", {cost / moves:.1f}× these" if moves > 0 else ""
+        shown = f"{shown.split(_STRICT_CLAUSE)[0]}; strict ±1 per topic: {cost:,} moves (the strict plan){ratio}"
+    return f"{text}; {group_digits(shown)}"
+
+
+def bound_text(text: str, strict: dict[str, Any] | None) -> str:
+    """A certificate's per-topic line beside a frontier (``report --frontier``): its closed-form strict figure
+    labelled as the lower bound it is, next to the moves of the frontier's strict plan, when that was planned."""
+    if strict is None or not strict["usable"] or _STRICT_CLAUSE not in text:
+        return group_digits(text)
+    return f"{group_digits(text)} (a lower bound; the frontier's strict plan takes {strict['moves']:,} moves)"
+
+
+def strict_point(d: dict[str, Any]) -> dict[str, Any] | None:
+    """The strict entry of ``frontier_summary``'s points, or None."""
+    return next((p for p in d["points"] if p["label"] == STRICT), None)

@@ -4,9 +4,11 @@ network). Everything comes from ``flowbalance.frontier.frontier_summary``; every
 """
 from __future__ import annotations
 
+import html
 import math
-from html import escape
+import re
 
+from .frontier import format_number as _fmt, point_text, strict_point
 from .summary import format_bytes
 
 TOPIC = "#2f6fdf"
@@ -22,11 +24,13 @@ text-align:right} th{background:#f5f7fa;font-weight:600} td.l,th.l{text-align:le
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 14px;vertical-align:middle}
 """
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else f"{v:g}" if isinstance(v, float) else str(v)
+
+def escape(text: object) -> str:
+    """Text for HTML: markup escaped (quotes too) and control characters, such as a terminal escape from a saved
+    file, shown as ``\\x1b`` rather than passed on."""
+    return html.escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text)))
 
 
 def _scale(lo: float, hi: float, a: float, b: float):
@@ -55,7 +59,7 @@ def _axes(x, y, xticks: list[float], yticks: list[float]) -> list[str]:
     for yv in yticks:
         out.append(f'<line x1="{LEFT}" y1="{y(yv):.1f}" x2="{right}" y2="{y(yv):.1f}" stroke="#eef0f2"/>')
         out.append(f'<text x="{LEFT - 6}" y="{y(yv) + 4:.1f}" font-size="10" text-anchor="end" fill="#52606d">'
-                   f'{yv:g}</text>')
+                   f'{_fmt(yv)}</text>')
     out.append(f'<text x="{(LEFT + right) / 2:.0f}" y="{H - 8}" font-size="11" text-anchor="middle" '
                f'fill="#1f2933">replica moves</text>')
     out.append(f'<text x="14" y="{(TOP + base) / 2:.0f}" font-size="11" text-anchor="middle" fill="#1f2933" '
@@ -100,10 +104,12 @@ def frontier_chart(d: dict) -> str:
 
 
 def frontier_table(d: dict) -> str:
-    """One row per point: budget, moves, bytes, spreads, the worst topic, time, and the verdict (or the reason)."""
+    """One row per point: budget, moves, bytes, spreads, the worst topic, time, and the verdict with the per-topic
+    level as the terminal prints it (``point_text``: strict priced by the strict point), or the reason."""
     head = ["point", "budget (moves)", "replica moves", "beyond the fewest", "bytes to move", "per-topic spread",
             "worst topic", "failover spread", "rack failover spread", "time (s)", "verdict"]
     rows = []
+    strict = strict_point(d)
     for p in d["points"]:
         name = escape(p["label"])
         if not p["usable"]:
@@ -113,21 +119,29 @@ def frontier_table(d: dict) -> str:
         worst = p["per_topic"]["worst_topic"] if p["per_topic"] else None
         cells = [_fmt(p["budget_moves"]), _fmt(p["moves"]), _fmt(p["extra_moves_spent"]),
                  format_bytes(p["bytes_to_move"]), _fmt(p["topic_spread"]), _fmt(worst),
-                 _fmt(p["failover_worst_spread"]), _fmt(p["rack_failover_worst_spread"]), f'{p["seconds"]:.2f}']
+                 _fmt(p["failover_worst_spread"]), _fmt(p["rack_failover_worst_spread"]), f'{p["seconds"]:,.2f}']
         rows.append(f'<tr><td class="l">{name}</td>' + "".join(f"<td>{escape(c)}</td>" for c in cells[:5])
                     + f'<td class="l">{escape(cells[5])}</td>' + "".join(f"<td>{escape(c)}</td>" for c in cells[6:])
-                    + f'<td class="l">{escape(p["verdict"])}</td></tr>')
+                    + f'<td class="l verdict">{escape(point_text(p, strict))}</td></tr>')
     left = ("point", "worst topic", "verdict")
     th = "".join(f'<th class="{"l" if h in left else ""}">{escape(h)}</th>' for h in head)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def request_text(req: dict) -> str:
+    """The request a frontier was planned for, in one line: "add 15, 16, 17; topics orders.*" (not escaped)."""
+    def value(v) -> str:
+        return ", ".join(value(x) if isinstance(x, list) else str(x) for x in v) if isinstance(v, list) else str(v)
+    return "; ".join(f"{k.replace('_', ' ')} {value(v)}" for k, v in req.items()) or "no request options"
+
+
 def frontier_section(d: dict) -> str:
     """The chart and the table under one heading, for a page of its own or inside another report."""
     c = d["current"]
-    sub = (f'<div class="sub">{_fmt(c["brokers"])} brokers after the request, {_fmt(c["partitions"])} partitions, '
-           f'{_fmt(d["scope_replicas"])} replicas in scope; now per-topic spread {_fmt(c["topic_spread"])}, '
-           f'worst failover spread {_fmt(c["failover_worst_spread"])}</div>')
+    sub = (f'<div class="sub">Planned for: {escape(request_text(d["request"]))}. {_fmt(c["brokers"])} brokers '
+           f'after the request, {_fmt(c["partitions"])} partitions, {_fmt(d["scope_replicas"])} replicas in scope; '
+           f'now per-topic spread {_fmt(c["topic_spread"])}, worst failover spread '
+           f'{_fmt(c["failover_worst_spread"])}</div>')
     return ('<section class="frontier"><h2>Moves against balance: the frontier</h2>' + sub + frontier_chart(d)
             + frontier_table(d) + "</section>")
 

@@ -1,7 +1,8 @@
 """``flowbalance frontier``: every point is the plan ``plan`` makes for that budget (same JSON numbers), its moves,
 spreads and failover match plain-loop oracles, moves rise and per-topic spread falls with the budget, points the
 request cannot use are reported, the JSON keys are the documented ones, the page renders in headless Chromium with
-one marker per point and escaped names, and bad budgets end in one line naming --budgets."""
+one marker per point and escaped names, and bad budgets end in one line naming --budgets. The screens group
+thousands (against a token-by-token oracle) and price strict per-topic balance once, by the strict plan."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,9 +11,11 @@ import re
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flowbalance import PlanRequest, RequestError, load_cluster
-from flowbalance.frontier import frontier, frontier_summary
+from flowbalance.frontier import frontier, frontier_summary, group_digits, point_text
 from flowbalance.frontier_html import render_frontier_html
 
 from .conftest import ROOT
@@ -150,7 +153,7 @@ def test_points_the_request_cannot_use_are_reported(cluster, run_cli):
     f = frontier(loaded.state, PlanRequest(add=NEW, stages=("leaders", "followers")), budgets=["0", 5])
     assert [(pt.label, pt.usable) for pt in f.points] == [("0", True), ("5", False), ("strict", False)]
     assert all("replicas stage" in pt.reason for pt in f.points[1:])
-    assert f.points[0].plan.stages_run == ("leaders", "followers")
+    assert "replicas" not in f.points[0].plan.stages_run
     with pytest.raises(RequestError):
         frontier(loaded.state, PlanRequest(add=NEW, extra_moves=5))
     with pytest.raises(RequestError):
@@ -163,11 +166,12 @@ def test_json_keys_are_the_documented_ones(cluster, run_cli):
     items = re.split(r"\n- ", section.split("`--json` prints")[1])[1:]
 
     def keys(item: str) -> set[str]:
-        return {k for k in re.findall(r"`([^`]+)`", item.split(":", 1)[1]) if re.fullmatch(r"[a-z_]+", k)}
+        return {k for k in re.findall(r"`([^`]+)`", item.split(":", 1)[1]) if re.fullmatch(r"[a-z][a-z_0-9]*", k)}
 
-    top, current, points = (keys(i) for i in items)
+    top, fingerprint, current, points = (keys(i) for i in items)
     d = _json(run_cli, "frontier", *_inputs(cluster), *ADD, "--budgets", "0,1%", "--no-per-topic")
-    assert set(d) == top and set(d["current"]) == current
+    assert set(d) == top and set(d["current"]) == current and set(d["cluster"]) == fingerprint
+    assert d["kind"] == "flowbalance frontier" and d["request"] == {"add": list(NEW), "per_topic": False}
     assert all(set(p) == points for p in d["points"])
     assert [p["usable"] for p in d["points"]] == [True, False, False]  # an unplanned point has the same keys
 
@@ -243,3 +247,51 @@ def test_bad_budgets_are_one_line_naming_the_flag(cluster, run_cli, budgets):
 def test_the_frontier_sets_the_budget_itself(cluster, run_cli):
     code, out, err = run_cli("frontier", *_inputs(cluster), *ADD, "--extra-moves", "5")
     assert_one_line(code, out, err, "--extra-moves")
+
+
+# ---- what the screens show: thousands grouped, strict priced once ------------------------------------------------
+
+WORDS = ["moves", "bound", "topic-1234", "x9999", "1.5", "1234.5", "0.1234", "2,345", "±1", "1.8×", "(min-cost flow)"]
+SEPARATORS = [" ", ", ", "; ", " (", "): "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.integers(0, 10 ** 12), st.sampled_from(WORDS)), st.sampled_from(SEPARATORS)),
+                max_size=12))
+def test_group_digits_groups_free_standing_integers_only(tokens):
+    text = "".join(f"{t}{sep}" for t, sep in tokens)
+    expected = "".join(f"{t:,}{sep}" if isinstance(t, int) else f"{t}{sep}" for t, sep in tokens)
+    assert group_digits(text) == expected
+
+
+@pytest.fixture(scope="module")
+def larger(tmp_path_factory):
+    """A cluster where the fewest moves are above 1,000 (so the verdict's numbers need grouping), and strict
+    per-topic balance costs more than its closed-form bound would say is needed at the least."""
+    from flowbalance_cli.app import main
+
+    folder = tmp_path_factory.mktemp("frontier_larger")
+    with pytest.raises(SystemExit) as done:
+        main(["generate", "--brokers", "15", "--racks", "3", "--rack-aware", "--topics", "90", "--partitions", "4-20",
+              "--rf", "3", "--layout", "kafka", "--history", "3", "--seed", "5", "-o", str(folder)])
+    assert done.value.code == 0
+    (folder / "more.csv").write_text((folder / "brokers.csv").read_text() + "".join(f"{b},r{i}\n" for i, b in
+                                                                                    enumerate(NEW)))
+    return [folder / "assignment.json", "--brokers", folder / "more.csv", *ADD, "--budgets", "0"]
+
+
+def test_the_terminal_groups_thousands_and_prices_strict_once(larger, run_cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "240")
+    d = _json(run_cli, "frontier", *larger)
+    zero, strict = d["points"]
+    assert zero["moves"] >= 1000 and re.search(r"\d{4}", zero["verdict"])  # the certificate's own words: ungrouped
+    assert "needs at least" in zero["per_topic"]["text"] and strict["usable"]
+    code, out, err = run_cli("frontier", *larger)
+    assert code == 0, err
+    assert not re.search(r"(?<![\w.,])\d{4,}", out), out  # every count of 1,000 or more is grouped
+    lines = {ln.split(":", 1)[0]: ln for ln in out.splitlines() if ln.startswith(("0:", "strict:"))}
+    assert lines["0"].startswith(f"0: {zero['moves']:,} moves")
+    assert f"strict ±1 per topic: {strict['moves']:,} moves (the strict plan)" in lines["0"]
+    assert "needs at least" not in out  # one strict figure: the strict column's, not also the closed-form bound
+    assert f"{strict['moves']:,}" in lines["strict"]
+    assert point_text(zero, None) == f"{group_digits(zero['verdict'])}; {group_digits(zero['per_topic']['text'])}"
