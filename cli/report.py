@@ -9,6 +9,7 @@ import typer
 
 from flowbalance.formats.writers import check_outputs, write_atomic
 from flowbalance.errors import InputError
+from flowbalance.frontier_file import read_frontier
 from flowbalance.load import load_cluster, mark_removed, parse_broker_ids
 from flowbalance.planfile import read_plan
 from flowbalance.planner import certify_plan
@@ -36,17 +37,28 @@ def report(
     format: Optional[str] = o.FormatOpt,
     json_out: bool = o.JsonOpt,
     html: o.PathOpt = typer.Option(None, "--html", help="Also write one self-contained HTML page here."),
+    frontier_file: o.PathOpt = typer.Option(None, "--frontier", help="Draw this frontier (what `flowbalance "
+                                            "frontier --json` printed for CURRENT) in the --html page."),
     disable_rack_aware: bool = o.NoRackOpt,
 ) -> None:
-    """Per broker load, leaders when any one broker or rack fails, the moves, and warnings; before → after with --plan.
+    """Per broker load, leaders when any one broker or rack fails, the moves, and warnings; before → after with
+    --plan.
 
-    With --plan, give the --remove, --topics, --exclude-topics, --no-per-topic, --per-topic and --move-unhealthy the plan was made with: the
-    moves are certified against the same targets, so the bound and verdict are the ones `plan` printed."""
-    inputs = [str(p) for p in (current, plan_file, brokers, sizes) if p is not None]
+    With --plan, give the --remove, --topics, --exclude-topics, --no-per-topic, --per-topic and --move-unhealthy
+    the plan was made with: the moves are certified against the same targets, so the bound and verdict are the
+    ones `plan` printed.
+
+    With --frontier, the page also draws that frontier (moves against per-topic and failover spread), read as it
+    was saved: nothing is planned again. It must have been made for CURRENT."""
+    inputs = [str(p) for p in (current, plan_file, brokers, sizes, frontier_file) if p is not None]
+    if frontier_file is not None and html is None:
+        raise InputError("--frontier", "", "the frontier is drawn in the HTML page: give --html too",
+                         str(frontier_file))
     if html is not None:
         check_outputs([str(html)], inputs)
     loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
     state = loaded.state
+    saved = None if frontier_file is None else read_frontier(frontier_file, state, current_source=str(current))
     after = None
     if plan_file is not None:
         pf = read_plan(plan_file, state, current_source=str(current))
@@ -69,7 +81,7 @@ def report(
         warn(w)
     if html is not None:
         title = f"flowbalance report: {Path(current).name}" + (f" + {Path(plan_file).name}" if plan_file else "")
-        write_atomic({str(html): render_html(rep, title)}, inputs)
+        write_atomic({str(html): render_html(rep, title, frontier=saved)}, inputs)
     if json_out:
         sys.stdout.write(json_text(rep))
     else:

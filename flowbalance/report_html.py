@@ -1,12 +1,15 @@
 """One self-contained HTML page of a report: tables plus inline SVG charts, no script, no network.
 
 Charts: replicas (and bytes, when known) per broker before and after, and the failover spread for each failed
-broker before and after. Everything comes from the dict of ``flowbalance.report.build_report``.
+broker before and after. Everything comes from the dict of ``flowbalance.report.build_report``; a saved frontier
+(``flowbalance.frontier_file.read_frontier``) adds its chart and table after the moves.
 """
 from __future__ import annotations
 
 from html import escape
 
+from .frontier import bound_text, group_digits, strict_point
+from .frontier_html import frontier_section
 from .summary import format_bytes
 
 BEFORE = "#9aa5b1"
@@ -22,7 +25,7 @@ td.l,th.l{text-align:left} .bad{color:#d64545;font-weight:600} .good{color:#207a
 .warn{background:#fff8e1;border-left:4px solid #f0b429;padding:6px 10px;margin:6px 0;font-size:13px}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 14px;vertical-align:middle}
 .kpi{display:inline-block;border:1px solid #e4e7eb;border-radius:6px;padding:8px 14px;margin:0 10px 10px 0}
-.kpi b{display:block;font-size:20px} svg{display:block;margin:4px 0 10px}
+.kpi b{display:block;font-size:20px} svg{display:block;margin:4px 0 10px} .na{color:#8a5a00}
 """
 
 
@@ -104,8 +107,24 @@ def _failover_section(fo: dict | None, what: str, plan: bool) -> str:
     return f"<h2>Leaders when one {escape(what)} fails</h2>" + chart + _table(head, trs)
 
 
-def render_html(rep: dict, title: str = "flowbalance report") -> str:
-    """The whole page as a string (UTF-8, no external resource)."""
+def _moves_section(m: dict, strict: dict | None) -> str:
+    """The plan's moves, bound, verdict and per-topic level; ``strict``: the strict point of the frontier drawn on
+    the same page (the per-topic line then names its closed-form strict figure a lower bound, beside that plan)."""
+    proof = ('<span class="good">proven optimal</span>' if m["proven_optimal"] else
+             '<span class="bad">not proven optimal</span>') + f": {escape(group_digits(m['verdict']))}"
+    kpis = [("replica moves", f'{m["replica_moves"]:,}'), ("lower bound", f'{m["lower_bound"]:,}'),
+            ("bytes to move", format_bytes(m["bytes_to_move"])), ("leader changes", f'{m["leader_changes"]:,}'),
+            ("changed partitions", f'{m["changed_partitions"]:,}')]
+    level = m.get("per_topic")
+    return ("<h2>Moves</h2>" + "".join(f'<div class="kpi">{escape(k)}<b>{escape(v)}</b></div>' for k, v in kpis)
+            + f"<div>{proof}; {m['reorder_only_partitions']:,} partitions reorder only, "
+              f"{m['rf_changed_partitions']:,} change RF</div>"
+            + (f"<div>{escape(bound_text(level['text'], strict))}</div>" if level else ""))
+
+
+def render_html(rep: dict, title: str = "flowbalance report", *, frontier: dict | None = None) -> str:
+    """The whole page as a string (UTF-8, no external resource); ``frontier``: a checked ``frontier --json`` dict
+    to draw after the moves."""
     c = rep["cluster"]
     plan = rep["has_plan"]
     pb = rep["per_broker"]
@@ -113,21 +132,14 @@ def render_html(rep: dict, title: str = "flowbalance report") -> str:
     out = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
            f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
            f"<h1>{escape(title)}</h1>",
-           f'<div class="sub">{c["brokers"]} brokers ({c["live_brokers"]} live), {len(c["racks"])} racks, '
-           f'{c["topics"]} topics, {c["partitions"]} partitions'
+           f'<div class="sub">{c["brokers"]:,} brokers ({c["live_brokers"]:,} live), {len(c["racks"]):,} racks, '
+           f'{c["topics"]:,} topics, {c["partitions"]:,} partitions'
            + (f', removing {escape(", ".join(map(str, c["removed_brokers"])))}' if c["removed_brokers"] else "")
            + "</div>"]
-    m = rep["moves"]
-    if m is not None:
-        proof = ('<span class="good">proven optimal</span>' if m["proven_optimal"] else
-                 '<span class="bad">not proven optimal</span>') + f": {escape(m['verdict'])}"
-        kpis = [("replica moves", f'{m["replica_moves"]}'), ("lower bound", f'{m["lower_bound"]}'),
-                ("bytes to move", format_bytes(m["bytes_to_move"])), ("leader changes", f'{m["leader_changes"]}'),
-                ("changed partitions", f'{m["changed_partitions"]}')]
-        out.append("<h2>Moves</h2>" + "".join(f'<div class="kpi">{escape(k)}<b>{escape(v)}</b></div>' for k, v in kpis)
-                   + f"<div>{proof}; {m['reorder_only_partitions']} partitions reorder only, "
-                     f"{m['rf_changed_partitions']} change RF</div>"
-                   + (f"<div>{escape(m['per_topic']['text'])}</div>" if m.get("per_topic") else ""))
+    if rep["moves"] is not None:
+        out.append(_moves_section(rep["moves"], None if frontier is None else strict_point(frontier)))
+    if frontier is not None:
+        out.append(frontier_section(frontier))
     if rep["warnings"]:
         out.append("<h2>Warnings</h2>")
         for w in rep["warnings"]:
