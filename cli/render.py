@@ -207,6 +207,11 @@ def topics_line(d: dict) -> str:
     return f"[bold]Per-topic[/bold] — {safe_text(d['per_topic']['text'])}"
 
 
+def failover_line(d: dict) -> str:
+    """The certificate's failover level in one line (plan and report print the same)."""
+    return f"[bold]Failover[/bold] — {safe_text(d['failover']['text'])}"
+
+
 def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
     """The short plan summary: moves vs M*, bytes, spreads before → after, failover, time."""
     if d["empty"]:
@@ -215,6 +220,8 @@ def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
     con.print(moves_line(d))
     if d.get("per_topic"):
         con.print(topics_line(d))
+    if d.get("failover"):
+        con.print(failover_line(d))
     if d["bytes_to_move"] is not None:
         con.print(f"Bytes to move: {_bytes(d['bytes_to_move'])}")
     bo = d.get("bytes_objective")

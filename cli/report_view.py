@@ -10,7 +10,7 @@ from rich.table import Table
 
 from flowbalance.summary import format_bytes as _bytes
 
-from .render import moves_line, safe_text, topics_line
+from .render import failover_line, moves_line, safe_text, topics_line
 
 MAX_ROWS = 40
 BAR = 16
@@ -139,6 +139,8 @@ def render_report(rep: dict, con: Console, *, summary: bool = True) -> None:
         con.print(moves_line(m))
         if m.get("per_topic"):
             con.print(topics_line(m))
+        if m.get("failover"):
+            con.print(failover_line(m))
         if m["bytes_to_move"] is not None:
             con.print(f"  bytes to move: {_bytes(m['bytes_to_move'])}")
         con.print(f"  {m['changed_partitions']} partitions change ({m['reorder_only_partitions']} reorder only, "

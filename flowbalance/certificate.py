@@ -29,6 +29,7 @@ from .stages.common import rack_forced_intervals
 from .targets import share_intervals
 from .targets import intervals, min_arrivals
 from .topic_level import TopicLevel, topic_level
+from .failover_level import FailoverLevel, failover_fields, failover_level
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,6 +114,7 @@ class Certificate:
     bytes_objective: BytesCertificate | None = None
     disk: DiskCertificate | None = None
     topics: TopicLevel | None = None  # the per-topic level (None: not measured)
+    failover: FailoverLevel | None = None  # the single-broker failover level (None: not measured)
 
     @property
     def moves(self) -> int:
@@ -356,7 +358,7 @@ def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, mo
     return Certificate(moves_verdict=v, targets=targets, leader_changes=changes.leader_changes,
                        leader_lower_bound=leader_lower_bound(before, after),
                        reason=_reason(v, context), notes=tuple(notes), bytes_objective=bytes_objective,
-                       disk=disk, topics=topics)
+                       disk=disk, topics=topics, failover=failover_level(after, movable))
 
 
 def _topic_level(before: ClusterState, after: ClusterState, target_rf: np.ndarray, movable: np.ndarray, mode: str,
@@ -395,6 +397,7 @@ def certificate_fields(cert: Certificate) -> dict:
         "optimality": cert.reason,
         "verdict": v.text(),
         "per_topic": None if cert.topics is None else _topic_fields(cert.topics, v.moves),
+        "failover": None if cert.failover is None else failover_fields(cert.failover),
     }
 
 

@@ -159,8 +159,8 @@ def _certificate(ctx: Context, after: ClusterState, changes: Changes, skipped: b
     r, req = ctx.resolved, ctx.request
     notes = list(ctx.notes)
     if "followers" in ctx.ran and not (after.rf >= 3).any() and (after.rf == 2).any():
-        notes.append("RF 2: the first follower is the only other replica, so reordering cannot change failover; "
-                     "only placement does")
+        notes.append("RF 2: a partition's order only chooses which of its two replicas leads; the failover "
+                     "bound is the placement's, and only moving replicas goes below it")
     stage1 = ctx.evidence.get("replicas")
     return certify(r.before, after, r.target_rf, r.movable, req.strict_per_topic, changes=changes,
                    metrics_before=ctx.metrics_before, fewest=stage1.fewest if stage1 is not None else None,

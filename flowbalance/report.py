@@ -201,7 +201,8 @@ def _moves(c, cert: Certificate) -> dict:
     return {
         "replica_moves": c.moves,
         **{k: f[k] for k in ("min_moves", "lower_bound", "bound_for", "bound_by_flow", "closed_form_bound",
-                             "targets_met", "proven_optimal", "optimality", "verdict", "per_topic")},
+                             "targets_met", "proven_optimal", "optimality", "verdict", "per_topic",
+                             "failover")},
         "bytes_to_move": c.bytes_moved,
         "leader_changes": c.leader_changes,
         "changed_partitions": int(len(c.changed_rows)),

@@ -525,8 +525,13 @@ def test_cli_seed_plan_is_one_batch(tmp_path, run_cli):
     assert (out / "batch-001.json").read_bytes() == plan_file.read_bytes()
     assert not (out / "batch-002.json").exists()
     assert "Batches: 1" in stdout
-    assert json.loads((out / "election.json").read_text()) == {"partitions": []}
-    assert "no leader election needed" in (out / "steps.txt").read_text()
+    # the failover stage changed one partition's leader (no data moved): the batch's election names it
+    led = {(p["topic"], p["partition"]): p["replicas"][0] for p in json.loads(plan_file.read_text())["partitions"]}
+    was = {(p["topic"], p["partition"]): p["replicas"][0]
+           for p in json.loads((SEED / "assignment.json").read_text())["partitions"]}
+    changed = sorted(k for k, v in led.items() if v != was[k])
+    assert [(p["topic"], p["partition"]) for p in json.loads((out / "election.json").read_text())["partitions"]] == changed
+    assert len(changed) == 1
 
 
 def test_read_plan_names_the_file(tmp_path):

@@ -19,11 +19,21 @@ def test_seed_plan_writes_plan_rollback_and_election(tmp_path, run_cli):
     summary = json.loads(stdout)
     assert summary["moves"] == 1 and summary["min_moves"] == 1 and summary["proven_optimal"]
     plan = json.loads(out.read_text())
-    assert len(plan["partitions"]) == 1
-    (p,) = plan["partitions"]
-    assert p["topic"] == "x.y.z.t" and p["partition"] == 1 and 19 not in p["replicas"] and p["replicas"][0] == 8
-    assert json.loads(rb.read_text())["partitions"] == [{"topic": "x.y.z.t", "partition": 1, "replicas": [8, 19]}]
-    assert json.loads(el.read_text()) == {"partitions": []}
+    # the move off broker 19, and one reordering by the failover stage (worst failover spread 2 -> 1 after it)
+    assert summary["failover_worst_spread"][1] == 1 and summary["failover"]["bound_met"]
+    moved = [p for p in plan["partitions"] if p["topic"] == "x.y.z.t" and p["partition"] == 1]
+    assert len(moved) == 1 and 19 not in moved[0]["replicas"] and moved[0]["replicas"][0] == 8
+    before = {(p["topic"], p["partition"]): p["replicas"]
+              for p in json.loads((SEED / "assignment.json").read_text())["partitions"]}
+    reordered = [p for p in plan["partitions"] if p is not moved[0]]
+    assert len(reordered) == summary["reorder_only_partitions"] == 1
+    assert sorted(reordered[0]["replicas"]) == sorted(before[reordered[0]["topic"], reordered[0]["partition"]])
+    rollback = json.loads(rb.read_text())["partitions"]
+    assert rollback == [{"topic": p["topic"], "partition": p["partition"], "replicas": before[p["topic"], p["partition"]]}
+                        for p in plan["partitions"]]
+    election = json.loads(el.read_text())["partitions"]
+    assert election == [{"topic": p["topic"], "partition": p["partition"]} for p in reordered
+                        if p["replicas"][0] != before[p["topic"], p["partition"]][0]]
 
 
 def test_plan_is_byte_identical_for_shuffled_input(tmp_path, run_cli):

@@ -58,7 +58,7 @@ def test_library_doc_runs_and_prints_what_it_shows(tmp_path, monkeypatch):
             assert printed == expected, f"{where}: the doc shows\n{expected}\nthe code prints\n{printed}"
     # the files example 1 writes are the plan's
     assert json.loads((tmp_path / "plan.json").read_text())["partitions"] == [
-        {"topic": "x.y.z.t", "partition": 1, "replicas": [8, 1]}]
+        {"topic": "x.y.z.t", "partition": 1, "replicas": [8, 1]}, {"topic": "x.y.z.t", "partition": 4, "replicas": [12, 1]}]
 
 
 # ---- docs/method.md: the certificate's worked example ----------------------------------------------------------

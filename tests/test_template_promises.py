@@ -180,9 +180,10 @@ def _balanced_candidates():
 
 
 def reorders_only_to_lower_a_spread(p) -> bool:
-    """No data moves; anything proposed is a reordering that lowers the leader or failover spread."""
+    """No data moves; anything proposed is a reordering that lowers the leader, failover or rack failover spread."""
     mb, ma = p.metrics_before, p.metrics_after
-    lowered = ma.leader_spread < mb.leader_spread or ma.failover.worst[1] < mb.failover.worst[1]
+    lowered = (ma.leader_spread < mb.leader_spread or ma.failover.worst[1] < mb.failover.worst[1]
+               or ma.rack_failover.worst[1] < mb.rack_failover.worst[1])
     return p.changes.moves == 0 and (p.is_empty or lowered)
 
 

@@ -156,7 +156,7 @@ def _topic_props(state: ClusterState):
 def test_template_plan_has_the_template_properties(n, rf):
     st0 = generate_cluster(brokers=n, topics=4, partitions=(3, n * (n - 1) + 5), rf=rf, skew=0.8, seed=n)
     p = plan(st0, strategy="template")
-    assert p.stages_run == ("templates",)
+    assert p.stages_run == ("templates", "failover")
     _topic_props(p.after)
     L = leader_counts(p.after)
     assert L.max() - L.min() <= 1  # across topics too
@@ -306,7 +306,7 @@ def test_unequal_racks_get_leaders_reordered_after_the_templates():
     st0 = generate_cluster(brokers=8, racks=2, rack_aware=True, topics=6, partitions=(8, 30), rf=2, skew=0.5, seed=4)
     p = plan(st0, remove=[7], strategy="template")  # racks of 4 and 3 brokers
     assert len(rack_violations(p.after)) == 0
-    assert p.stages_run == ("templates", "leaders", "followers")
+    assert p.stages_run == ("templates", "leaders", "followers", "failover")
     L = leader_counts(p.after)[p.after.brokers.live]
     assert L.max() - L.min() <= 1
     # reordering moves no data: the moves are those of the templates alone

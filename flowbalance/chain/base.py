@@ -82,18 +82,24 @@ class Stage:
     def run(self, ctx: Context) -> Outcome:
         raise NotImplementedError
 
+    def kept(self, ctx: Context) -> tuple[str, ...]:
+        """The invariants this run keeps (``keeps``; a stage whose promise depends on the request narrows it)."""
+        return self.keeps
+
 
 def _same_sets(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.array_equal(np.sort(a, axis=1), np.sort(b, axis=1)))
 
 
-def check_stage(stage: Stage, old: ClusterState, new: ClusterState, invariants: dict[str, Invariant]) -> None:
-    """Raise ``ChainInvariantError`` when ``stage`` changed what it may not, or broke a kept invariant."""
+def check_stage(stage: Stage, old: ClusterState, new: ClusterState, invariants: dict[str, Invariant],
+                kept: Sequence[str] | None = None) -> None:
+    """Raise ``ChainInvariantError`` when ``stage`` changed what it may not, or broke a kept invariant (``kept``:
+    the names, ``stage.keeps`` when None)."""
     if not stage.changes_sets and not _same_sets(old.replicas, new.replicas):
         raise ChainInvariantError(f"stage {stage.name} changed replica sets (it may only reorder)")
     if not stage.changes_leaders and not np.array_equal(old.replicas[:, 0], new.replicas[:, 0]):
         raise ChainInvariantError(f"stage {stage.name} changed leaders (it may only reorder followers)")
-    for name in stage.keeps:
+    for name in stage.keeps if kept is None else kept:
         inv = invariants.get(name)
         if inv is not None and not inv.holds(new):
             raise ChainInvariantError(f"stage {stage.name} undid {name}, established by an earlier stage")
@@ -106,9 +112,10 @@ def run_chain(ctx: Context, stages: Sequence[Stage], progress: Progress, first_s
             continue
         progress(first_step + i, of, stage.label)
         t = time.perf_counter()
+        kept = stage.kept(ctx)
         out = stage.run(ctx)
         new = ctx.current.with_replicas(out.replicas)
-        check_stage(stage, ctx.current, new, ctx.invariants)
+        check_stage(stage, ctx.current, new, ctx.invariants, kept)
         ctx.current = new
         ctx.seconds[stage.name] = ctx.seconds.get(stage.name, 0.0) + time.perf_counter() - t
         ctx.ran.append(stage.name)
@@ -117,6 +124,6 @@ def run_chain(ctx: Context, stages: Sequence[Stage], progress: Progress, first_s
             ctx.evidence[stage.name] = out.evidence
         # what this stage does not keep, it may trade (the disk stage trades moves for disk balance): no longer
         # established for the stages after it
-        ctx.invariants = {k: v for k, v in ctx.invariants.items() if k in stage.keeps}
+        ctx.invariants = {k: v for k, v in ctx.invariants.items() if k in kept}
         ctx.invariants.update((inv.name, inv) for inv in out.establishes)
     return ctx

@@ -1,4 +1,5 @@
 """The pre-check: a cluster already at every target gets no plan (nothing proposed, byte-identical empty files).
+Failover is at its target when its worst spread equals the certificate's bound: no reordering can lower it.
 
 Also the targets the chain's stages test for themselves: leader balance, ideal first-follower pairs, and whether
 a request must change something whatever the spreads say.
@@ -9,6 +10,7 @@ import numpy as np
 
 from ..metrics import (StateMetrics, above_capacity, disk_within, leader_counts, pair_matrix, rack_violations,
                        replica_counts, topic_spread)
+from ..failover_level import failover_level
 from ..model import ClusterState
 from ..resolve import Resolved, rows_on_removed
 from ..targets import intervals, within
@@ -28,9 +30,11 @@ def meets_every_target(r: Resolved) -> bool:
     budget = req.topics_after_moves and req.extra_moves_for(int(np.asarray(r.target_rf)[r.movable].sum())) > 0
     if not _counts_at_target(state, req.strict_per_topic or budget, replicas_on, req.balance == "bytes"):
         return False
-    if "leaders" in req.stages and not leaders_balanced(state, req.per_topic):
+    # every topic's leaders are a target only when topics are balanced strictly (the failover stage trades them)
+    if "leaders" in req.stages and not leaders_balanced(state, req.strict_per_topic):
         return False
-    return not ("followers" in req.stages and not pairs_ideal(state))
+    # failover: no order of these replica sets has a smaller worst spread (the certificate's bound is met)
+    return not ("followers" in req.stages and not failover_level(state, r.movable).met)
 
 
 def _counts_at_target(state: ClusterState, per_topic: bool, replicas_on: bool, bytes_only: bool) -> bool:

@@ -1,7 +1,9 @@
 """The stages of the chain, each a thin object over one module of ``flowbalance.stages`` / ``templates``.
 
-Flow strategy: replica counts → fewest bytes → disk → leaders → first followers. Template strategy: templates →
-leaders → first followers (the reordering only when the templates left leaders uneven).
+Flow strategy: replica counts → move budget → fewest bytes → disk → leaders → first followers → failover. Template
+strategy: templates → leaders → first followers (those two only when the templates left leaders uneven) →
+failover (keeping every topic's leaders within their intervals, as the templates lay them: the rotation order
+evens each topic's pairs, which is not always the most even failover).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ..summary import format_bytes
 from ..templates.place import TemplateResult, place_by_templates
 from .base import Context, Invariant, Outcome, Stage
 from .budget import TopicBudget
+from .failover_step import Failover
 from .precheck import leaders_balanced, must_change
 
 
@@ -181,13 +184,19 @@ class Leaders(Stage):
         if self.only_if_uneven:
             notes = ("template strategy: leaders were uneven after the templates (racks of unequal size, weights or "
                      "topics left out); stages 2 and 3 reordered them",)
-        return Outcome(new, None, notes, _leader_invariant(cur.with_replicas(new), per_topic))
+        return Outcome(new, None, notes, leader_invariants(cur.with_replicas(new), per_topic))
 
 
-def _leader_invariant(state: ClusterState, per_topic: bool) -> tuple[Invariant, ...]:
-    if not leaders_balanced(state, per_topic):
-        return ()
-    return (Invariant("leader balance", lambda s: leaders_balanced(s, per_topic)),)
+def leader_invariants(state: ClusterState, per_topic: bool) -> tuple[Invariant, ...]:
+    """"leader balance" (every broker's leaders within its interval) and, with ``per_topic``, "topic leader
+    balance" (every topic's too): each established when ``state`` meets it. Separate, because the failover stage
+    keeps the first always and the second only when the request balances topics strictly."""
+    out = ()
+    if leaders_balanced(state, False):
+        out += (Invariant("leader balance", lambda s: leaders_balanced(s, False)),)
+    if per_topic and leaders_balanced(state, True):
+        out += (Invariant("topic leader balance", lambda s: leaders_balanced(s, True)),)
+    return out
 
 
 class Followers(Stage):
@@ -196,7 +205,7 @@ class Followers(Stage):
     name, label = "followers", "stage 3: followers"
     changes_sets = False
     changes_leaders = False
-    keeps = ("count targets", "fewest moves", "leader balance")
+    keeps = ("count targets", "fewest moves", "leader balance", "topic leader balance")
 
     def __init__(self, after_leaders_only: bool = False):
         self.after_leaders_only = after_leaders_only
@@ -239,8 +248,9 @@ def _template_note(res: TemplateResult) -> str:
 
 
 def flow_chain() -> tuple[Stage, ...]:
-    return (ReplicaCounts(), TopicBudget(), FewestBytes(), Disk(), Leaders(), Followers())
+    return (ReplicaCounts(), TopicBudget(), FewestBytes(), Disk(), Leaders(), Followers(), Failover())
 
 
 def template_chain() -> tuple[Stage, ...]:
-    return (Templates(), Leaders(only_if_uneven=True), Followers(after_leaders_only=True))
+    return (Templates(), Leaders(only_if_uneven=True), Followers(after_leaders_only=True),
+            Failover(topic_leaders=True))
