@@ -221,7 +221,7 @@ def _scope(points: Sequence[FrontierPoint]) -> int:
 
 _CERT_KEYS = ("moves", "lower_bound", "bound_for", "bound_by_flow", "closed_form_bound", "min_moves",
               "topic_min_moves", "targets_met", "missed_targets", "proven_optimal", "optimality", "verdict",
-              "per_topic")
+              "per_topic", "failover")  # every key of certificate_fields: a point not planned has them all
 _SPREAD_KEYS = ("replica_spread", "topic_spread", "leader_spread", "failover_worst_spread",
                 "rack_failover_worst_spread", "rack_violations")
 _PLAN_KEYS = ("extra_moves_spent", "budget_note", "bytes_to_move", "changed_partitions", "leader_changes", "empty",
@@ -317,12 +317,16 @@ def point_text(p: dict[str, Any], strict: dict[str, Any] | None) -> str:
     return f"{text}; {group_digits(shown)}"
 
 
-def bound_text(text: str, strict: dict[str, Any] | None) -> str:
-    """A certificate's per-topic line beside a frontier (``report --frontier``): its closed-form strict figure
-    labelled as the lower bound it is, next to the moves of the frontier's strict plan, when that was planned."""
-    if strict is None or not strict["usable"] or _STRICT_CLAUSE not in text:
-        return group_digits(text)
-    return f"{group_digits(text)} (a lower bound; the frontier's strict plan takes {strict['moves']:,} moves)"
+def bound_text(level: dict[str, Any], strict: dict[str, Any] | None) -> str:
+    """A certificate's per-topic level (``per_topic`` of its fields) in one line beside a frontier (``report
+    --frontier``): its closed-form strict figure labelled as the lower bound it is, next to the moves of the
+    frontier's strict plan, when that was planned."""
+    text = group_digits(level["text"])
+    if strict is None or not strict["usable"] or _STRICT_CLAUSE not in level["text"]:
+        return text
+    if strict["moves"] == level["strict_moves_bound"]:
+        return f"{text} (a lower bound, which the frontier's strict plan meets)"
+    return f"{text} (a lower bound; the frontier's strict plan takes {strict['moves']:,} moves)"
 
 
 def strict_point(d: dict[str, Any]) -> dict[str, Any] | None:

@@ -128,11 +128,30 @@ def frontier_table(d: dict) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def _runs(ids: list) -> str:
+    """Broker ids with consecutive runs of three or more shown as ranges: [1, 2, 3, 4, 9] → "1–4, 9"."""
+    out: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out += [f"{ids[i]}–{ids[j]}"] if j - i >= 2 else [str(x) for x in ids[i:j + 1]]
+        i = j + 1
+    return ", ".join(out)
+
+
 def request_text(req: dict) -> str:
-    """The request a frontier was planned for, in one line: "add 15, 16, 17; topics orders.*" (not escaped)."""
-    def value(v) -> str:
-        return ", ".join(value(x) if isinstance(x, list) else str(x) for x in v) if isinstance(v, list) else str(v)
-    return "; ".join(f"{k.replace('_', ' ')} {value(v)}" for k, v in req.items()) or "no request options"
+    """The request a frontier was planned for, in one line, pairs as the command line writes them: "add 15–17;
+    replace 7:31; topic rf orders=3; topics orders.*" (not escaped)."""
+    def value(key: str, v) -> str:
+        if not isinstance(v, list):
+            return str(v)
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            return _runs(v)
+        joint = "=" if key == "topic_rf" else ":"
+        return ", ".join(joint.join(map(str, x)) if isinstance(x, list) else str(x) for x in v)
+    return "; ".join(f"{k.replace('_', ' ')} {value(k, v)}" for k, v in req.items()) or "no request options"
 
 
 def frontier_section(d: dict) -> str:

@@ -119,7 +119,7 @@ def _moves_section(m: dict, strict: dict | None) -> str:
     return ("<h2>Moves</h2>" + "".join(f'<div class="kpi">{escape(k)}<b>{escape(v)}</b></div>' for k, v in kpis)
             + f"<div>{proof}; {m['reorder_only_partitions']:,} partitions reorder only, "
               f"{m['rf_changed_partitions']:,} change RF</div>"
-            + (f"<div>{escape(bound_text(level['text'], strict))}</div>" if level else ""))
+            + (f"<div>{escape(bound_text(level, strict))}</div>" if level else ""))
 
 
 def render_html(rep: dict, title: str = "flowbalance report", *, frontier: dict | None = None) -> str:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from flowbalance import PlanRequest, RequestError, load_cluster
 from flowbalance.frontier import frontier, frontier_summary, group_digits, point_text
-from flowbalance.frontier_html import render_frontier_html
+from flowbalance.frontier_html import render_frontier_html, request_text
 
 from .conftest import ROOT
 from .test_bad_input import assert_one_line
@@ -295,3 +295,16 @@ def test_the_terminal_groups_thousands_and_prices_strict_once(larger, run_cli, m
     assert "needs at least" not in out  # one strict figure: the strict column's, not also the closed-form bound
     assert f"{strict['moves']:,}" in lines["strict"]
     assert point_text(zero, None) == f"{group_digits(zero['verdict'])}; {group_digits(zero['per_topic']['text'])}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 60), max_size=30))
+def test_the_pages_broker_runs_expand_back_to_the_ids(ids):
+    text = request_text({"add": sorted(ids)})
+    assert text.startswith("add ") or not ids
+    shown = [] if not ids else text[4:].split(", ")
+    ends = [(int(p.split("–")[0]), int(p.split("–")[-1])) for p in shown]
+    assert [x for lo, hi in ends for x in range(lo, hi + 1)] == sorted(ids)
+    assert all(hi - lo >= 2 for lo, hi in ends if lo != hi)  # a range is 3 ids or more
+    assert all(b[0] != a[1] + 1 for a, b in zip(ends, ends[1:]) if a[0] != a[1] or b[0] != b[1])  # runs are whole
+    assert all(not (a[1] + 1 == b[0] and b[1] + 1 == c[0]) for a, b, c in zip(ends, ends[1:], ends[2:]))

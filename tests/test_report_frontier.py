@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from flowbalance import load_cluster
-from flowbalance.frontier import cluster_fingerprint, strict_point
+from flowbalance.frontier import bound_text, cluster_fingerprint, strict_point
 from flowbalance.frontier_html import frontier_section
 
 from .test_bad_input import assert_one_line
@@ -93,9 +93,14 @@ def test_the_plans_strict_bound_is_called_a_bound_beside_the_frontiers_strict_pl
     assert strict["usable"] and "needs at least" in zero["per_topic"]["text"]  # the case this test is about
     out = tmp_path / "r.html"
     assert _report(run_cli, files, "assignment.json", files / "frontier.json", out)[0] == 0
-    bound = zero["per_topic"]["strict_moves_bound"]
-    assert (f"needs at least {bound:,} moves" in out.read_text()
-            and f"(a lower bound; the frontier&#x27;s strict plan takes {strict['moves']:,} moves)" in out.read_text())
+    bound, page = zero["per_topic"]["strict_moves_bound"], out.read_text()
+    assert f"needs at least {bound:,} moves" in page and strict["moves"] > bound  # (else the words below differ)
+    assert f"(a lower bound; the frontier&#x27;s strict plan takes {strict['moves']:,} moves)" in page
+    met = copy.deepcopy(data)
+    strict_point(met)["moves"] = bound
+    assert bound_text(zero["per_topic"], strict_point(met)).endswith("(a lower bound, which the frontier's strict "
+                                                                      "plan meets)")
+    assert bound_text(zero["per_topic"], None) == zero["per_topic"]["text"]  # no frontier: the certificate's words
 
 
 def test_frontier_needs_html(files, run_cli, tmp_path):
