@@ -108,7 +108,7 @@ def _failover_section(fo: dict | None, what: str, plan: bool) -> str:
 
 
 def _moves_section(m: dict, strict: dict | None) -> str:
-    """The plan's moves, bound, verdict and per-topic level; ``strict``: the strict point of the frontier drawn on
+    """The plan's moves, bound, verdict, per-topic and failover levels; ``strict``: the strict point of the frontier drawn on
     the same page (the per-topic line then names its closed-form strict figure a lower bound, beside that plan)."""
     proof = ('<span class="good">proven optimal</span>' if m["proven_optimal"] else
              '<span class="bad">not proven optimal</span>') + f": {escape(group_digits(m['verdict']))}"
@@ -119,7 +119,8 @@ def _moves_section(m: dict, strict: dict | None) -> str:
     return ("<h2>Moves</h2>" + "".join(f'<div class="kpi">{escape(k)}<b>{escape(v)}</b></div>' for k, v in kpis)
             + f"<div>{proof}; {m['reorder_only_partitions']:,} partitions reorder only, "
               f"{m['rf_changed_partitions']:,} change RF</div>"
-            + (f"<div>{escape(bound_text(level, strict))}</div>" if level else ""))
+            + (f"<div>{escape(bound_text(level, strict))}</div>" if level else "")
+            + (f"<div>{escape(m['failover']['text'])}</div>" if m.get("failover") else ""))
 
 
 def render_html(rep: dict, title: str = "flowbalance report", *, frontier: dict | None = None) -> str:

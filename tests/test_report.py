@@ -2,6 +2,7 @@
 headless Chromium, plain text when piped, one-line errors."""
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -194,6 +195,8 @@ def test_html_renders_in_headless_chromium(tmp_path):
     dom = subprocess.run([exe, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert dom.stdout.count("<svg") >= 4 and "Leaders when one broker fails" in dom.stdout
+    # the certificate's failover line, as plan prints it
+    assert html.escape(p.certificate.failover.text()) in dom.stdout
     shot = tmp_path / "report.png"
     run = subprocess.run([exe, *flags, f"--screenshot={shot}", "--window-size=1200,1800", page.as_uri()],
                          capture_output=True, text=True, timeout=120)
