@@ -48,7 +48,7 @@ CONVEX_ITERATIONS = 6
 THRESHOLD_PROBES = 12
 LARGE_OPTIONS = 500_000  # options (ordered pairs of free rows) from which a cluster counts as large
 LARGE_TOPIC_PROBES = 2  # threshold targets tried on large clusters with topic intervals (each takes flows)
-DETERMINISTIC_TIME = 2.0  # CP-SAT's deterministic seconds for levels (b), (c), (d) together (about 3-4 s here)
+DETERMINISTIC_TIME = 0.5  # CP-SAT's deterministic seconds for levels (b), (c), (d) together (about 3-4 s here)
 
 
 @dataclass(frozen=True)
