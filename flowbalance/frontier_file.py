@@ -79,10 +79,10 @@ def read_frontier(path: str | os.PathLike, state: ClusterState, *, current_sourc
 
 def check_frontier(data: Any, source: str) -> None:
     """Every field the frontier's page and table read, by type and range (see the module docstring)."""
-    _object(data, source, "", "a JSON object (what flowbalance frontier --json prints)")
+    _object(data, source, "", "a JSON object (the frontier command's JSON output)")
     if data.get("kind") != KIND:
-        raise InputError(source, "kind", f"not a frontier: expected {KIND!r} (what flowbalance frontier --json "
-                                         "prints)", data.get("kind"), has_value=True)
+        raise InputError(source, "kind", f"not a frontier: expected {KIND!r} (the frontier command's JSON "
+                                         "output)", data.get("kind"), has_value=True)
     if data.get("version") != VERSION:
         raise InputError(source, "version", f"unknown frontier version (this flowbalance reads {VERSION})",
                          data.get("version"), has_value=True)

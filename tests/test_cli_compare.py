@@ -18,7 +18,7 @@ def test_template_plan_writes_a_verified_plan(tmp_path, run_cli):
                                 "-o", out, "--json")
     assert code == 0, err
     s = json.loads(stdout)
-    assert s["strategy"] == "template" and s["stages"] == ["templates"]
+    assert s["strategy"] == "template" and s["stages"] == ["templates", "failover"]
     doc = json.loads(out.read_text())
     assert len(doc["partitions"]) == s["changed_partitions"]
     for p in doc["partitions"]:
