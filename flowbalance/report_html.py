@@ -108,8 +108,9 @@ def _failover_section(fo: dict | None, what: str, plan: bool) -> str:
 
 
 def _moves_section(m: dict, strict: dict | None) -> str:
-    """The plan's moves, bound, verdict, per-topic and failover levels; ``strict``: the strict point of the frontier drawn on
-    the same page (the per-topic line then names its closed-form strict figure a lower bound, beside that plan)."""
+    """The plan's moves, bound, verdict, per-topic and failover levels; ``strict``: the strict point of the frontier
+    drawn on the same page (the per-topic line then names its closed-form strict figure a lower bound, beside that
+    plan)."""
     proof = ('<span class="good">proven optimal</span>' if m["proven_optimal"] else
              '<span class="bad">not proven optimal</span>') + f": {escape(group_digits(m['verdict']))}"
     kpis = [("replica moves", f'{m["replica_moves"]:,}'), ("lower bound", f'{m["lower_bound"]:,}'),
@@ -120,7 +121,7 @@ def _moves_section(m: dict, strict: dict | None) -> str:
             + f"<div>{proof}; {m['reorder_only_partitions']:,} partitions reorder only, "
               f"{m['rf_changed_partitions']:,} change RF</div>"
             + (f"<div>{escape(bound_text(level, strict))}</div>" if level else "")
-            + (f"<div>{escape(m['failover']['text'])}</div>" if m.get("failover") else ""))
+            + (f"<div>{escape(group_digits(m['failover']['text']))}</div>" if m.get("failover") else ""))
 
 
 def render_html(rep: dict, title: str = "flowbalance report", *, frontier: dict | None = None) -> str:
