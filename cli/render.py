@@ -197,9 +197,9 @@ def _arrow(pair) -> str:
 def moves_line(d: dict) -> str:
     """The certificate's moves verdict in one line (plan and report print the same), with M* as context."""
     proof = "[green]proven optimal[/green]" if d["proven_optimal"] else "[yellow]not proven optimal[/yellow]"
-    context = f"closed-form bound {d['closed_form_bound']}, " if d["bound_by_flow"] else ""
+    context = f"closed-form bound {d['closed_form_bound']:,}, " if d["bound_by_flow"] else ""
     return (f"[bold]Replica moves[/bold] — {safe_text(d['verdict'])} — {proof} "
-            f"[dim]({context}M* {d['min_moves']} for cluster-wide count balance: context, not the bound)[/dim]")
+            f"[dim]({context}M* {d['min_moves']:,} for cluster-wide count balance: context, not the bound)[/dim]")
 
 
 def topics_line(d: dict) -> str:

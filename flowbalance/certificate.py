@@ -65,13 +65,13 @@ class MovesVerdict:
     def text(self) -> str:
         """One line: "351 moves, proven minimal for balance within racks: bound 351 (min-cost flow)"."""
         how = " (min-cost flow)" if self.by_flow else ""
-        n = f"{self.moves} move{'s' if self.moves != 1 else ''}"
+        n = f"{self.moves:,} move{'s' if self.moves != 1 else ''}"
         if self.proven:
-            return f"{n}, proven minimal for {self.bound_for}: bound {self.bound}{how}"
+            return f"{n}, proven minimal for {self.bound_for}: bound {self.bound:,}{how}"
         if self.targets_met:
-            return f"{n}, above the fewest for {self.bound_for}: bound {self.bound}{how}"
+            return f"{n}, above the fewest for {self.bound_for}: bound {self.bound:,}{how}"
         return (f"{n}; {' and '.join(self.missed)} not met (not reachable under the request's rules, "
-                f"or not attempted); the counts this plan reaches need at least {self.bound}")
+                f"or not attempted); the counts this plan reaches need at least {self.bound:,}")
 
 
 @dataclass(frozen=True)
@@ -327,11 +327,11 @@ def reason_text(v: MovesVerdict) -> str:
         return f"moves equal the closed-form lower bound for {v.bound_for}"
     if v.proven:
         return (f"moves equal the minimum-cost flow optimum for {v.bound_for} under the request's rules (racks, "
-                f"removals, RF, scope); the closed-form bound {v.closed_bound} is not reachable")
+                f"removals, RF, scope); the closed-form bound {v.closed_bound:,} is not reachable")
     if v.targets_met:
-        return f"{v.moves - v.bound} moves above the fewest for {v.bound_for} ({v.bound})"
+        return f"{v.moves - v.bound:,} moves above the fewest for {v.bound_for} ({v.bound:,})"
     return (f"not every balance target is met ({', '.join(v.missed)}); the counts this plan reaches need at "
-            f"least {v.bound} moves")
+            f"least {v.bound:,} moves")
 
 
 def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, movable: np.ndarray,

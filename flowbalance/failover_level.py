@@ -47,7 +47,7 @@ class FailoverLevel:
     def text(self) -> str:
         """One line for the summary; the same words in every command."""
         n = self.at_worst
-        value = f"failover spread {_num(self.spread)} ({n} broker{'s' if n != 1 else ''} at it)"
+        value = f"failover spread {_num(self.spread)} ({n:,} broker{'s' if n != 1 else ''} at it)"
         if self.worst_broker is None:
             return f"{value}: fewer than two live brokers"
         if self.met:
