@@ -220,4 +220,4 @@ def test_chain_stage_keeps_what_the_chain_checks(racks, request_fields):
     ev = ctx.evidence["failover"]
     assert ev.worst <= ev.baseline_worst and ev.bound <= ev.worst
     assert ev.worst == measure(ctx.current).failover.worst[1]
-    assert ctx.notes[-1] == ev.note and ev.note.startswith("failover: worst single-broker spread")
+    assert ctx.notes[-1] == ev.note and ev.note.startswith("failover (stage 4): worst single-broker spread")

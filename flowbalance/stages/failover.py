@@ -165,9 +165,11 @@ def _finish(state: ClusterState, base: np.ndarray, prob: FailoverProblem, choice
     # rows whose own bound reaches the worst are at it in every order: when they are all, the count is proven
     count_proven = exact and (count_proven or int((sp == worst).sum()) <= int((row_lb >= worst).sum()))
     b = in_leaders(prob, bound)
-    note = (f"failover: worst single-broker spread {before[0]:g} -> {after[0]:g} ({after[1]} broker"
-            f"{'s' if after[1] != 1 else ''} at it), lower bound {b:g}" + (" (optimal)" if exact else "")
-            + f"; {method}")
+    # the bound itself is the certificate's to print (computed from the plan alone, the same in every command);
+    # the note says only whether this stage proved its order the best
+    note = (f"failover (stage 4): worst single-broker spread {before[0]:g} → {after[0]:g} ({after[1]:,} broker"
+            f"{'s' if after[1] != 1 else ''} at it), by {method}"
+            + ("; no order of these replica sets does better" if exact else ""))
     return _result(state, new, after, b, exact, count_proven, method, before, note)
 
 
