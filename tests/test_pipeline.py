@@ -103,6 +103,10 @@ def test_local_run_plans_what_needs_it_and_reports_bad_clusters(local_run):
     assert not (out / "gamma").exists() and not (out / "broken").exists()
     csv = pd.read_csv(out / "summary.csv")
     assert list(csv.cluster) == sorted(status) and (csv.moves.dropna() >= csv.lower_bound.dropna()).all()
+    planned = csv[csv.status == "planned"]
+    # the certificate's failover bound (a lower bound on the planned worst spread), for every planned cluster
+    assert planned.failover_bound.notna().all()
+    assert (planned.failover_bound <= planned.failover_spread_after + 1e-9).all()
 
 
 # ---- a real standalone Spark cluster -------------------------------------------------------------------

@@ -20,7 +20,7 @@ PLANNED = ("cluster string, ok boolean, reason string, strategy string, plan_jso
            "proven_optimal boolean, bytes_to_move long, leader_changes long, changed_partitions long, "
            "replica_spread_before double, replica_spread_after double, topic_spread_before double, "
            "topic_spread_after double, leader_spread_before double, leader_spread_after double, "
-           "failover_spread_before double, failover_spread_after double, seconds double")
+           "failover_spread_before double, failover_spread_after double, failover_bound double, seconds double")
 PLANNED_COLUMNS = [c.strip().split(" ")[0] for c in PLANNED.split(",")]
 
 
@@ -66,6 +66,7 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
         topic_spread_before=float(mb.topic.spread), topic_spread_after=float(ma.topic.spread),
         leader_spread_before=float(mb.leader_spread), leader_spread_after=float(ma.leader_spread),
         failover_spread_before=float(mb.failover.worst[1]), failover_spread_after=float(ma.failover.worst[1]),
+        failover_bound=None if cert["failover"] is None else float(cert["failover"]["bound"]),
         seconds=round(time.perf_counter() - t0, 4),
     )
     return pd.DataFrame([out])

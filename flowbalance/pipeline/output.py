@@ -3,7 +3,7 @@
 Per planned cluster, ``CLUSTER/plan.json``, ``rollback.json`` and ``election.json``: byte-identical to
 ``flowbalance plan CURRENT ... -o plan.json --rollback rollback.json --election election.json`` on that cluster
 alone. Fleet-wide tables, each as Parquet and CSV: ``summary`` (one row per cluster: status, moves, M*, bytes,
-spreads before and after, run time), ``health_clusters``, ``health_brokers``, ``errors`` and, with a metric
+spreads before and after, the certificate's failover bound, run time), ``health_clusters``, ``health_brokers``, ``errors`` and, with a metric
 history, ``weights``. Everything is written atomically (temporary files renamed at the end).
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ from . import names
 SUMMARY_COLUMNS = ["cluster", "status", "reason", "strategy", "moves", "min_moves", "lower_bound", "bound_for", "proven_optimal",
                    "bytes_to_move", "leader_changes", "changed_partitions", "replica_spread_before",
                    "replica_spread_after", "topic_spread_before", "topic_spread_after", "leader_spread_before",
-                   "leader_spread_after", "failover_spread_before", "failover_spread_after", "seconds"]
+                   "leader_spread_after", "failover_spread_before", "failover_spread_after", "failover_bound",
+                   "seconds"]
 
 
 def summary_table(clusters: list[str], planned: pd.DataFrame, health: pd.DataFrame, errors: pd.DataFrame
