@@ -156,10 +156,10 @@ def frontier(state: ClusterState, request: PlanRequest | None = None,
     say = progress or (lambda step, of, name: None)
     per = len(flow_chain() if request.strategy == "flow" else template_chain()) + 2
     t0 = time.perf_counter()
-    points = []
+    points, memo = [], {}  # the budget points share stage 1 and the budget's slack solves (keyed by request)
     for i, (label, req) in enumerate(wanted):
         relay = (lambda step, of, name, i=i, label=label: say(i * per + step, len(wanted) * per, f"{label}: {name}"))
-        points.append(_point(state, label, req, pinned, notes, relay))
+        points.append(_point(state, label, req, pinned, notes, relay, memo))
     scope = _scope(points)
     order = sorted(range(len(points)), key=lambda i: (points[i].strict, points[i].budget_moves(scope) or 0, i))
     return Frontier(request, tuple(points[i] for i in order), scope, time.perf_counter() - t0,
@@ -167,14 +167,14 @@ def frontier(state: ClusterState, request: PlanRequest | None = None,
 
 
 def _point(state: ClusterState, label: str, req: PlanRequest, pinned: np.ndarray | None, notes: Sequence[str],
-           progress: Progress) -> FrontierPoint:
+           progress: Progress, memo: dict) -> FrontierPoint:
     """Plan one point. A budget or strict that this cluster cannot meet (``PlanningError``) is an unusable point
     with that reason; the plain request (budget 0) raises it, as ``plan`` would."""
     reason = unusable(req, label)
     if reason is not None:
         return FrontierPoint(label, req, None, reason)
     try:
-        return FrontierPoint(label, req, plan(state, req, pinned=pinned, notes=notes, progress=progress))
+        return FrontierPoint(label, req, plan(state, req, pinned=pinned, notes=notes, progress=progress, memo=memo))
     except PlanningError as err:
         if label != STRICT and not spends(req):
             raise

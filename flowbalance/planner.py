@@ -62,13 +62,16 @@ class PlanFiles:
 
 
 def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.ndarray | None = None,
-         notes: Sequence[str] = (), progress: Progress | None = None, **fields: Any) -> Plan:
+         notes: Sequence[str] = (), progress: Progress | None = None, memo: dict | None = None,
+         **fields: Any) -> Plan:
     """Plan a reassignment of ``state`` (never mutated) as ``request`` asks (or ``PlanRequest(**fields)``).
 
     ``pinned`` (bool per partition) holds partitions exactly as they are: neither moved nor reordered, still
     counted in every broker's load (in flight, unhealthy, or placed by Confluent; see ``flowbalance.status``);
     ``notes`` start the certificate's notes (why they were held). ``progress`` is called with (step, of, name)
-    as each step starts."""
+    as each step starts. ``memo``: a dict shared by plans of the same ``state`` and ``pinned`` whose requests differ
+    only in ``extra_moves`` (the frontier's budget points): stage 1 and each budget slack are solved once for all.
+    The plans are the same as without it."""
     request = _request_of(request, fields)
     say = progress or (lambda step, of, name: None)
     t0 = time.perf_counter()
@@ -78,7 +81,7 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     say(1, of, "measuring")
     mb = measure(r.before, target_rf=r.target_rf)
     tstar = topic_lower_bound(r.before, r.target_rf, r.movable) if request.strict_per_topic else None
-    ctx = Context(r, mb, max(mb.min_moves, tstar or 0), notes=list(notes))
+    ctx = Context(r, mb, max(mb.min_moves, tstar or 0), notes=list(notes), memo=memo)
     skipped = meets_every_target(r)
     if not skipped:
         run_chain(ctx, chain, say, 2, of)

@@ -57,6 +57,9 @@ class Context:
     evidence: dict[str, Any] = field(default_factory=dict)
     invariants: dict[str, Invariant] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    # solves shared by plans of the same state, request (but for its move budget) and held partitions: the
+    # frontier plans one request at several budgets, and stage 1 and each budget slack solve the same network
+    memo: dict[Any, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.current is None:
@@ -65,6 +68,15 @@ class Context:
     @property
     def request(self):
         return self.resolved.request
+
+    def remembered(self, key: Any, solve: Callable[[], Any]) -> Any:
+        """``solve()``, or its result from an earlier plan sharing this ``memo`` (``key`` names what was solved)."""
+        if self.memo is None:
+            return solve()
+        full = (repr(self.request.with_changes(extra_moves=0)), key)
+        if full not in self.memo:
+            self.memo[full] = solve()
+        return self.memo[full]
 
 
 class Stage:

@@ -85,11 +85,9 @@ class TopicBudget(Stage):
         def fewest_for(slack: int) -> tuple[np.ndarray, int] | None:
             """The plan with the fewest moves whose excess is at most ``slack``, and its moves (None: none)."""
             if slack not in solved:
-                try:
-                    res = balance_replicas(r.before, r.target_rf, r.movable, per_topic=True, prefer=r.prefer,
-                                           topic_slack=slack)
-                except PlanningError as err:  # too large to solve at this slack: no plan for it, said so
-                    unsolved.append((slack, str(err)))
+                res = ctx.remembered(("budget slack", slack), lambda: _solve_slack(r, slack))
+                if isinstance(res, PlanningError):  # too large to solve at this slack: no plan for it, said so
+                    unsolved.append((slack, str(res)))
                     solved[slack] = None
                     return None
                 after = r.before.with_replicas(res.replicas)
@@ -106,6 +104,15 @@ class TopicBudget(Stage):
                             below[1] if below is not None else None, len(solved), tuple(s for s, _ in unsolved))
         notes = (ev.text(),) + tuple(f"move budget: per-topic excess {s} was not solved ({why})" for s, why in unsolved)
         return Outcome(replicas, ev, notes)
+
+
+def _solve_slack(r, slack: int):
+    """Stage 1's network with every topic interval widened by ``slack``: its result, or the ``PlanningError``
+    saying it is too large to solve (kept, so plans sharing a memo do not try again)."""
+    try:
+        return balance_replicas(r.before, r.target_rf, r.movable, per_topic=True, prefer=r.prefer, topic_slack=slack)
+    except PlanningError as err:
+        return err
 
 
 def smallest_within(fewest_for, start: int, limit: int) -> int:

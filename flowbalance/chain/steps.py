@@ -65,8 +65,9 @@ class ReplicaCounts(Stage):
             return Outcome(new, ReplicaEvidence("direct", None, None),
                            (f"pure rebalance: direct network solved by max flow (flow value {value})",),
                            _count_invariants(ctx, new))
-        res = balance_replicas(cur, r.target_rf, r.movable, per_topic=req.per_topic, prefer=r.prefer,
-                               lower_bound=ctx.moves_bound, topics_after_moves=req.topics_after_moves)
+        res = ctx.remembered("stage 1", lambda: balance_replicas(
+            cur, r.target_rf, r.movable, per_topic=req.per_topic, prefer=r.prefer, lower_bound=ctx.moves_bound,
+            topics_after_moves=req.topics_after_moves))
         notes = (_stage1_note(res),) + (_spread_note(res),) * req.topics_after_moves
         return Outcome(res.replicas, ReplicaEvidence(res.network, res, _fewest(ctx, res.replicas)), notes,
                        _count_invariants(ctx, res.replicas))
