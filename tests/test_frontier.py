@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import subprocess
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +19,7 @@ from flowbalance.frontier_html import render_frontier_html, request_text
 
 from .conftest import ROOT
 from .test_bad_input import assert_one_line
-from .test_report import _chromium
+from .browser import dump_dom
 
 NEW = (15, 16, 17)
 ADD = ["--add", ",".join(map(str, NEW))]
@@ -205,16 +204,10 @@ def test_the_chart_places_each_point_at_its_values(cluster):
 
 
 def test_page_renders_in_headless_chromium_with_one_marker_per_point(cluster, tmp_path):
-    exe = _chromium()
     d = _hostile_frontier(cluster)
     page = tmp_path / "frontier.html"
     page.write_text(render_frontier_html(d, title="</title><script>document.title='x'</script>"))
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([exe, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    html = dom.stdout
+    html = dump_dom(page, tmp_path)
     n = sum(p["usable"] for p in d["points"])
     assert html.count('<g class="point"') == html.count('<circle class="topic"') == n == len(d["points"])
     assert html.count('<rect class="failover"') == n

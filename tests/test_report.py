@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
 import struct
 import subprocess
 
@@ -18,6 +16,7 @@ from flowbalance.planner import plan
 from flowbalance.report import build_report
 from flowbalance.report_html import render_html
 
+from .browser import chromium, dump_dom, flags
 from .conftest import ROOT, TESTDATA
 from .test_bad_input import assert_one_line
 
@@ -173,32 +172,19 @@ def test_html_is_self_contained(tmp_path, run_cli):
     assert html2.read_text() == text.replace("r.html", "r2.html")
 
 
-def _chromium():
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        if os.environ.get("FLOWBALANCE_REQUIRE_BROWSER"):
-            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
-        pytest.skip("chromium not installed; .ci/run installs it and sets FLOWBALANCE_REQUIRE_BROWSER")
-    return exe
-
-
 def test_html_renders_in_headless_chromium(tmp_path):
-    exe = _chromium()
     st0 = generate_cluster(brokers=9, racks=3, rack_aware=True, topics=6, partitions=(6, 24), rf=3, skew=0.6,
                            sizes=True, seed=4)
     p = plan(st0, remove=[8])
     page = tmp_path / "report.html"
     page.write_text(render_html(build_report(p)))
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([exe, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count("<svg") >= 4 and "Leaders when one broker fails" in dom.stdout
+    dom = dump_dom(page, tmp_path)
+    assert dom.count("<svg") >= 4 and "Leaders when one broker fails" in dom
     # the certificate's failover line, as plan prints it
-    assert html.escape(p.certificate.failover.text()) in dom.stdout
+    assert html.escape(p.certificate.failover.text()) in dom
     shot = tmp_path / "report.png"
-    run = subprocess.run([exe, *flags, f"--screenshot={shot}", "--window-size=1200,1800", page.as_uri()],
+    run = subprocess.run([chromium(), *flags(tmp_path), f"--screenshot={shot}", "--window-size=1200,1800",
+                          page.as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
     data = shot.read_bytes()

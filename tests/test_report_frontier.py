@@ -10,7 +10,6 @@ import importlib
 import io
 import json
 import random
-import subprocess
 
 import pytest
 
@@ -19,7 +18,7 @@ from flowbalance.frontier import bound_text, cluster_fingerprint, strict_point
 from flowbalance.frontier_html import frontier_section
 
 from .test_bad_input import assert_one_line
-from .test_report import _chromium
+from .browser import dump_dom
 
 NEW = "12,13"
 
@@ -262,19 +261,13 @@ def _hostile(files, tmp_path):
 
 
 def test_hostile_text_in_the_file_stays_text_in_headless_chromium(files, run_cli, tmp_path):
-    exe = _chromium()
     d, path = _hostile(files, tmp_path)
     page = tmp_path / "r.html"
     code, stdout, err = _report(run_cli, files, "assignment.json", path, page)
     assert code == 0, err
     source = page.read_text()
     assert "<script" not in source and "<img" not in source and "\x1b" not in source
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([exe, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    html = dom.stdout
+    html = dump_dom(page, tmp_path)
     planned = sum(p["usable"] for p in d["points"])
     assert html.count('<g class="point"') == html.count('<circle class="topic"') == planned == 2
     assert "<script" not in html and "<img" not in html and "owned" not in html.split("</title>")[0]
