@@ -17,10 +17,14 @@ and hands back stages 2 + 3's order unchanged when it finds nothing better by (b
 Why jointly: leaders first, then followers, fixes which partitions a broker leads before asking where those go
 when it fails; a broker whose led partitions share few brokers cannot spread them, whatever its followers.
 
-The parts, one module each: ``failover_problem`` (the choice as arrays), ``failover_bound`` (a counting lower
-bound per failed broker), ``failover_flow`` (max-flow thresholds and convex min-cost flows with every broker's
-leader count held: fast, the method at any size), ``failover_exact`` (CP-SAT on small and medium clusters, one
-worker, fixed seed, deterministic time limit). Same input, same output, byte for byte.
+The parts, one module each: ``failover_problem`` (the choice as arrays), ``failover_bound`` (counting lower
+bounds per failed broker and per block of brokers that share many partitions: any size), ``failover_flow``
+(max-flow thresholds and convex min-cost flows with every broker's leader count held: fast, the method at any
+size), ``failover_lp`` (a linear relaxation solved by PDLP, its bound proven by one min-cost flow, and leader
+counts to start the flows from: up to ~150 brokers), ``failover_search`` (which brokers sit at the top of their
+leader interval: rounds of the flows from shifted counts), ``failover_exact`` (CP-SAT on small clusters, one
+worker, fixed seed, deterministic time limit). Each runs only while the order found is above the bound proven so
+far. Same input, same output, byte for byte (work limits are counts: iterations, flows, deterministic time).
 
 ``bound`` is a lower bound on the worst spread over every order of these replica sets that keeps the intervals of
 (a) (and leaves removed brokers out, as above); with weights, values are scaled by ``WEIGHT_SCALE`` and rounded, so
@@ -34,20 +38,24 @@ import numpy as np
 
 from ..metrics import broker_failover
 from ..model import ClusterState
-from .failover_bound import in_leaders, row_bounds
+from .failover_bound import bounds, in_leaders
 from .failover_exact import count_terms, solve_exact
-from .failover_flow import by_convex_flow, by_row_targets, by_thresholds, sort_key
+from .failover_flow import by_convex_flow, by_row_targets, by_thresholds, sort_key, with_leaders
+from .failover_lp import lp_bound, lp_fits
+from .failover_search import leader_search
 from .failover_problem import FailoverProblem, build_problem, loads, realize, row_extremes, spreads, values
 from .followers import balance_followers
 from .leaders import balance_leaders
 
 EXACT_MAX_BROKERS = 60  # live brokers: the model has one row per failed broker with one term per survivor
-EXACT_MAX_TERMS = 30_000  # (replica set, order) count variables
+EXACT_MAX_TERMS = 3_000  # (replica set, order) count variables: CP-SAT proves little beyond (42 brokers:
+# 11,544 terms, nothing better than the flows in 40 deterministic seconds)
 CONVEX_WORK = 1_200_000  # options x convex solves: the convex flow runs while this allows one solve or more
 CONVEX_ITERATIONS = 6
 THRESHOLD_PROBES = 12
 LARGE_OPTIONS = 500_000  # options (ordered pairs of free rows) from which a cluster counts as large
 LARGE_TOPIC_PROBES = 2  # threshold targets tried on large clusters with topic intervals (each takes flows)
+SEARCH_WORK = 300_000  # terms x convex flows the leader search may spend (3 flows on 100 brokers)
 DETERMINISTIC_TIME = 0.5  # CP-SAT's deterministic seconds for levels (b), (c), (d) together (about 3-4 s here)
 
 
@@ -65,7 +73,8 @@ class FailoverResult:
     baseline_at_worst: int
     leader_changes: int  # rows whose leader differs from the input's
     pair_changes: int  # rows whose (leader, first follower) differs from the input's
-    method: str  # what found ``replicas``: "stages 2 + 3", "thresholds", "convex flow", "CP-SAT"
+    method: str  # what found ``replicas``: "stages 2 + 3", "thresholds", "convex flow", "LP leaders + leader
+    # search" (and the like: where the flows started + what improved last), "CP-SAT"
     note: str  # one line for the certificate's notes
 
 
@@ -87,9 +96,10 @@ def balance_failover(state: ClusterState, movable: np.ndarray, *, baseline: np.n
                        "failover: nothing to reorder (fewer than two live brokers, or no movable partition with two "
                        "live replicas)")
     prob, start = built
-    row_lb = row_bounds(prob, start)
-    bound = int(row_lb.max())
-    choice, method = _fast(prob, start, bound)
+    row_lb, bound = bounds(prob, start, blocks=True)
+    choice, method = _fast(prob, start, bound, convex=not lp_fits(prob))
+    if int(spreads(prob, choice).max()) > bound and lp_fits(prob):
+        (choice, method), bound = _relaxed(prob, start, (choice, method), bound)
     count_proven = False
     if int(spreads(prob, choice).max()) > bound and _exact_fits(prob, exact):
         res = solve_exact(prob, choice, row_lb, deterministic_time)
@@ -105,8 +115,9 @@ def _stages_2_3(state: ClusterState, movable: np.ndarray, per_topic: bool) -> np
     return balance_followers(state.with_replicas(balance_leaders(state, lead, movable, per_topic=per_topic)), movable)
 
 
-def _fast(prob: FailoverProblem, start: np.ndarray, floor: int) -> tuple[np.ndarray, str]:
-    """Thresholds, then (when the cluster is small enough) convex flows, then thresholds again from there.
+def _fast(prob: FailoverProblem, start: np.ndarray, floor: int, convex: bool = True) -> tuple[np.ndarray, str]:
+    """Thresholds, then (when the cluster is small enough, and ``convex``) convex flows, then thresholds again
+    from there.
     With topic intervals the convex flow runs without them and its rows' maxima become targets for a flow that
     keeps them (``by_row_targets``): the convex costs need each pair's units together, which topic cells split."""
     best, method = start, "stages 2 + 3"
@@ -115,7 +126,7 @@ def _fast(prob: FailoverProblem, start: np.ndarray, floor: int) -> tuple[np.ndar
     found = by_thresholds(prob, start, floor, probes)
     if sort_key(prob, found) < sort_key(prob, best):
         best, method = found, "thresholds"
-    iterations = min(CONVEX_ITERATIONS, CONVEX_WORK // max(options, 1))
+    iterations = min(CONVEX_ITERATIONS, CONVEX_WORK // max(options, 1)) if convex else 0
     near = int(spreads(prob, best).max()) <= floor + (prob.D if options > LARGE_OPTIONS // 5 else 0)
     if not iterations or near:  # large clusters within one leader of the bound: the convex flow costs seconds
         return best, method
@@ -123,6 +134,31 @@ def _fast(prob: FailoverProblem, start: np.ndarray, floor: int) -> tuple[np.ndar
         if sort_key(prob, found) < sort_key(prob, best):
             best, method = by_thresholds(prob, found, floor, THRESHOLD_PROBES), "convex flow"
     return best, method
+
+
+def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, str],
+             bound: int) -> tuple[tuple[np.ndarray, str], int]:
+    """The linear relaxation's proven bound and, while the found order is above it, the flows from the
+    relaxation's leader counts, then the search over leader counts (``failover_search``). Holding the start's
+    counts can cost a leader or more (42 Kafka-placed brokers: 4 with them, 3 with the relaxation's; bound 2).
+    With topic intervals the counts stay (other counts would need them kept too): the convex flows run from the
+    start instead."""
+    choice, method = found
+    lp = lp_bound(prob, choice)
+    bound = max(bound, lp.bound)
+    if int(spreads(prob, choice).max()) <= bound:
+        return found, bound
+    if prob.topic_of is not None:
+        again, how = _fast(prob, start, bound)
+        return ((again, how) if sort_key(prob, again) < sort_key(prob, choice) else found), bound
+    moved = with_leaders(prob, choice, lp.leaders)
+    tries = max(SEARCH_WORK // max(count_terms(prob), 1), 1)
+    for base, how in (((moved, "LP leaders"),) if moved is not None else ()) + ((choice, method),):
+        flowed = by_thresholds(prob, base, bound)
+        better = leader_search(prob, flowed, bound, tries)
+        if sort_key(prob, better) < sort_key(prob, choice):
+            return (better, f"{how} + {'leader search' if better is not flowed else 'thresholds'}"), bound
+    return found, bound
 
 
 def _convex_candidates(prob: FailoverProblem, best: np.ndarray, iterations: int):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .failover_problem import BIG, FailoverProblem, find_options, group_of, match, rank, values
+from .failover_problem import BIG, FailoverProblem, Terms, choice_from_terms, term_values, terms, values
 
 SEED = 20240611
 SHARE_B, SHARE_C = 0.6, 0.85  # of the budget: level (b) up to 60 %, (b) + (c) up to 85 %, (d) the rest
@@ -31,40 +31,19 @@ class ExactResult:
     proven_count: bool  # level (c) too: no choice with that worst has fewer rows at it
 
 
-@dataclass(frozen=True)
-class _Terms:
-    """The count variables: one per (group, option of the group)."""
-
-    g: np.ndarray
-    l: np.ndarray  # noqa: E741
-    f: np.ndarray
-    size: np.ndarray  # rows per group
-    group: np.ndarray  # group per free row
-
-
 def count_terms(prob: FailoverProblem) -> int:
     """How many count variables the model would have (the size test of the caller)."""
-    return len(_terms(prob).g)
-
-
-def _terms(prob: FailoverProblem) -> _Terms:
-    group = group_of(prob)
-    size = np.bincount(group).astype(np.int64)
-    first = np.unique(group, return_index=True)[1]  # each group's first row
-    n_opt = prob.opt_start[first + 1] - prob.opt_start[first]
-    tg = np.repeat(np.arange(len(first)), n_opt)
-    o = np.repeat(prob.opt_start[first], n_opt) + rank(tg)
-    return _Terms(tg, prob.opt_l[o], prob.opt_f[o], size, group)
+    return len(terms(prob).g)
 
 
 def solve_exact(prob: FailoverProblem, hint: np.ndarray, row_lb: np.ndarray, budget: float) -> ExactResult:
     """Levels (b), (c), (d) from ``hint`` (a feasible choice); ``row_lb``: scaled lower bounds per row."""
-    t = _terms(prob)
+    t = terms(prob)
     model = _Model(prob, t)
     m = model.m
     for h, lo, lb in zip(model.hi, model.lo, row_lb[model.rows].tolist()):
         m.add(h - lo >= lb)
-    best = _term_values(prob, t, hint)
+    best = term_values(prob, t, hint)
     model.hint(best)
     m.minimize(model.W)
     s, status = model.solve(SHARE_B * budget)
@@ -78,7 +57,7 @@ def solve_exact(prob: FailoverProblem, hint: np.ndarray, row_lb: np.ndarray, bud
     m.add(model.W <= w_best)
     best, proven_c, spent = _fewest_at_worst(model, row_lb, w_best, best, SHARE_C * budget - spent, spent)
     best = _most_kept(model, best, budget - spent)
-    return ExactResult(_choice_from_terms(prob, t, best), bound, proven, proven and proven_c)
+    return ExactResult(choice_from_terms(prob, t, best), bound, proven, proven and proven_c)
 
 
 def _fewest_at_worst(model: "_Model", row_lb: np.ndarray, w_best: int, best: np.ndarray, budget: float,
@@ -112,26 +91,6 @@ def _most_kept(model: "_Model", best: np.ndarray, budget: float) -> np.ndarray:
     return model.counts(s) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else best
 
 
-def _term_values(prob: FailoverProblem, t: _Terms, choice: np.ndarray) -> np.ndarray:
-    """The counts n[g, (l, f)] of a choice."""
-    N = prob.N
-    key_t = (t.g * N + t.l) * N + t.f
-    key_c = (t.group * N + prob.opt_l[choice]) * N + prob.opt_f[choice]
-    u, c = np.unique(key_c, return_counts=True)
-    at = np.minimum(np.searchsorted(u, key_t), len(u) - 1)
-    return np.where(u[at] == key_t, c[at], 0)
-
-
-def _choice_from_terms(prob: FailoverProblem, t: _Terms, val: np.ndarray) -> np.ndarray:
-    """A choice with these counts per group (which row gets which is settled by ``fewest_changes`` later)."""
-    slot = np.repeat(np.arange(len(val)), val)
-    mr, ms = match(t.group, t.g[slot])
-    got_l = np.full(prob.F, -1, dtype=np.int64)
-    got_f = np.full(prob.F, -1, dtype=np.int64)
-    got_l[mr], got_f[mr] = t.l[slot[ms]], t.f[slot[ms]]
-    return find_options((prob.opt_row, prob.opt_l, prob.opt_f), prob.N, np.arange(prob.F), got_l, got_f)
-
-
 def _groups(keys: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """Distinct keys ascending and the positions holding each (ascending)."""
     order = np.argsort(keys, kind="stable")
@@ -143,7 +102,7 @@ class _Model:
     """The CP-SAT model (module doc): counts ``n``, leader counts ``Lx``, pair counts ``Mx``, row extremes
     ``hi`` / ``lo`` (rows of live brokers, ``rows``), and W."""
 
-    def __init__(self, prob: FailoverProblem, t: _Terms):
+    def __init__(self, prob: FailoverProblem, t: Terms):
         self.p, self.t = prob, t
         m = self.m = cp_model.CpModel()
         self.n = [m.new_int_var(0, int(t.size[g]), "") for g in t.g.tolist()]

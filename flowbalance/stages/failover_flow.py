@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.graph.python import max_flow
 
-from ..flow.mincost import solve_min_cost
+from ..flow.mincost import solve_min_cost, try_min_cost
 from ..flow.network import Network
-from .failover_problem import FailoverProblem, changes, loads, rank, row_extremes, spreads, values
+from .failover_problem import (FailoverProblem, Terms, changes, choice_from_terms, fewest_changes, find_options,
+                               loads, rank, row_extremes, spreads, terms, values)
 
 TOPIC_ROUNDS = 5  # threshold flows per target with topic intervals
 OVERFLOW_GIVE_UP = 0.005  # ... unless a flow leaves more than this share of the rows above their pair's cap
@@ -243,12 +244,12 @@ def _cell_arcs(prob: FailoverProblem, lay: Layout, choice: np.ndarray, gone: np.
 def by_convex_flow(prob: FailoverProblem, choice: np.ndarray, iterations: int) -> np.ndarray:
     """The best choice (``sort_key``) over ``iterations`` convex min-cost flows, or ``choice`` when none beats
     it; the rows at the worst spread weigh ``ROW_WEIGHT_STEP`` times more in each next solve."""
-    lay = Layout.of(prob)
+    lay, t = Layout.of(prob), terms(prob)
     weight = np.ones(prob.N, dtype=np.int64)
     best, best_key = choice, sort_key(prob, choice)
     new = choice
     for _ in range(iterations):
-        new = _convex_step(prob, lay, new, weight)
+        new = fewest_changes(prob, _convex_step(prob, lay, t, new, weight))
         key = sort_key(prob, new)
         if key < best_key:
             best, best_key = new, key
@@ -257,38 +258,73 @@ def by_convex_flow(prob: FailoverProblem, choice: np.ndarray, iterations: int) -
     return best
 
 
-def _convex_step(prob: FailoverProblem, lay: Layout, choice: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """One min-cost flow: rows -> pair nodes (a pair change costs 1, a leader change 2) -> (cells ->) leaders;
-    the j-th unit of a pair node costs by the deviation it brings its cell to; each leader receives as many rows
-    as it leads now, each topic cell within its interval. ``choice`` gives the leader counts (and, with topics,
-    the units the other topics put on each pair)."""
-    N, F, Q, C = prob.N, prob.F, lay.Q, lay.C
+def _convex_step(prob: FailoverProblem, lay: Layout, t: Terms, choice: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """One min-cost flow: groups of interchangeable rows -> pair nodes (a row off its reference pair costs 1,
+    off its reference leader 2) -> (cells ->) leaders; the j-th unit of a pair node costs by the deviation it
+    brings its cell to; each leader receives as many rows as it leads now, each topic cell within its interval.
+    ``choice`` gives the leader counts (and, with topics, the units the other topics put on each pair)."""
+    N, Q, C = prob.N, lay.Q, lay.C
+    G = len(t.size)
     L = loads(prob, choice)[0]
     net = Network()
-    rnode, qnode, cnode, lnode = net.nodes(F), net.nodes(Q), net.nodes(C), net.nodes(N)
+    gnode, qnode, cnode, lnode = net.nodes(G), net.nodes(Q), net.nodes(C), net.nodes(N)
     supply = np.zeros(net.num_nodes, dtype=np.int64)
-    supply[rnode] = 1
+    supply[gnode] = t.size
     supply[lnode] = -(L - prob.fixed_L)
     net.set_supply(supply)
-    opt = np.arange(len(prob.opt_row))
-    cost = np.where(prob.opt_l == prob.ref_lead[prob.opt_row], 1, 2)
-    cost[prob.ref_opt[prob.opt_row] == opt] = 0
-    arcs = net.add(rnode[prob.opt_row], qnode[lay.opt_q], 1, cost)
-    units = np.bincount(lay.opt_q, minlength=Q)
+    parts = [(np.flatnonzero(cap), cost, cap) for cost, cap in enumerate(_change_caps(prob, t))]
+    arcs = [net.add(gnode[t.g[k]], qnode[lay.opt_q[t.opt[k]]], cap[k], cost) for k, cost, cap in parts]
+    units = np.bincount(lay.opt_q[t.opt], weights=t.size[t.g], minlength=Q).astype(np.int64)
     q = np.repeat(np.arange(Q), units)
     j = np.arange(len(q)) - np.repeat(np.cumsum(units) - units, units) + 1
+    q, cost, cap = _merge_units(q, _unit_costs(prob, lay, choice, weight, q, j))
     head = cnode[lay.q_cell[q]] if C else lnode[lay.pair_l[lay.q_pair[q]]]
-    net.add(qnode[q], head, 1, _unit_costs(prob, lay, choice, weight, q, j))
+    net.add(qnode[q], head, cap, cost)
     if C:
         tlo, thi = prob.tlo[lay.cell_t, lay.cell_l], prob.thi[lay.cell_t, lay.cell_l]
         lo = np.maximum(tlo, 0)
         net.force(cnode[lo > 0], lnode[lay.cell_l[lo > 0]], lo[lo > 0])
         net.add(cnode, lnode[lay.cell_l], thi - lo, 0)
     flows = solve_min_cost(net)[0]
-    taken = opt[flows[arcs] > 0]
-    new = choice.copy()
-    new[prob.opt_row[taken]] = taken
-    return new
+    val = np.zeros(len(t.g), dtype=np.int64)
+    for a, (k, _, _) in zip(arcs, parts):
+        val[k] += flows[a]
+    return choice_from_terms(prob, t, val)
+
+
+def _change_caps(prob: FailoverProblem, t: Terms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per term, the rows of its group that may take it at cost 0 (their reference pair), 1 (their reference
+    leader) and 2 (the rest). A row is counted under each term it could take, so the costs are a relaxation of
+    the rows' own (``fewest_changes`` settles which row takes which)."""
+    N = prob.N
+    key = (t.g * N + t.l) * N + t.f
+    has = prob.ref_opt >= 0
+    ref = prob.ref_opt[has]
+    pair_key = (t.group[has] * N + prob.opt_l[ref]) * N + prob.opt_f[ref]
+    cnt_pair = _count_at(key, pair_key)
+    lead = prob.ref_lead >= 0
+    cnt_lead = _count_at(t.g * N + t.l, t.group[lead] * N + prob.ref_lead[lead])
+    c1 = np.maximum(cnt_lead - cnt_pair, 0)
+    return cnt_pair, c1, t.size[t.g] - cnt_pair - c1
+
+
+def _count_at(keys: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """How many ``items`` equal each of ``keys``."""
+    u, c = np.unique(items, return_counts=True)
+    if not len(u):
+        return np.zeros(len(keys), dtype=np.int64)
+    at = np.minimum(np.searchsorted(u, keys), len(u) - 1)
+    return np.where(u[at] == keys, c[at], 0).astype(np.int64)
+
+
+def _merge_units(q: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Consecutive units of a pair node with the same cost as one arc of that capacity (they are sorted by
+    pair node, costs non-decreasing within one)."""
+    if not len(q):
+        return q, cost, np.zeros(0, dtype=np.int64)
+    start = np.flatnonzero(np.r_[True, (q[1:] != q[:-1]) | (cost[1:] != cost[:-1])])
+    cap = np.diff(np.r_[start, len(q)])
+    return q[start], cost[start], cap
 
 
 def _unit_costs(prob: FailoverProblem, lay: Layout, choice: np.ndarray, weight: np.ndarray, q: np.ndarray,
@@ -309,3 +345,36 @@ def _unit_costs(prob: FailoverProblem, lay: Layout, choice: np.ndarray, weight: 
     dev = (values(prob, L, prob.fixed_M)[pl, pf] + D * (other + j) - mean[pl]) / D
     e = np.clip(dev - dev.min(initial=0.0), 0, COST_EXPONENT_MAX)
     return np.rint(COST_SCALE * weight[pl] * COST_BASE ** e).astype(np.int64)
+
+
+# ---- other leader counts ----------------------------------------------------------------------------------------
+
+def with_leaders(prob: FailoverProblem, choice: np.ndarray, target: np.ndarray) -> np.ndarray | None:
+    """A choice whose leader counts are ``target`` (within the intervals), changing the fewest leaders of
+    ``choice`` (one min-cost flow: rows -> their possible leaders -> each leader's count); a row whose leader
+    changes takes its first option with the new leader that keeps its follower, else its first with that leader.
+    None when no choice has those counts."""
+    F, N = prob.F, prob.N
+    o = np.arange(len(prob.opt_row))
+    first = np.r_[True, (prob.opt_row[1:] != prob.opt_row[:-1]) | (prob.opt_l[1:] != prob.opt_l[:-1])]
+    lead_opt = o[first]  # options are sorted by (row, leader, follower): one per (row, leader)
+    net = Network()
+    rnode, lnode = net.nodes(F), net.nodes(N)
+    supply = np.zeros(net.num_nodes, dtype=np.int64)
+    supply[rnode] = 1
+    supply[lnode] = -(np.asarray(target) - prob.fixed_L)
+    if (supply[lnode] > 0).any():
+        return None
+    net.set_supply(supply)
+    row = prob.opt_row[lead_opt]
+    cost = (prob.opt_l[lead_opt] != prob.opt_l[choice[row]]).astype(np.int64)
+    arcs = net.add(rnode[row], lnode[prob.opt_l[lead_opt]], 1, cost)
+    res = try_min_cost(net)
+    if res is None:
+        return None
+    lead = np.zeros(F, dtype=np.int64)
+    taken = lead_opt[res[0][arcs] > 0]
+    lead[prob.opt_row[taken]] = prob.opt_l[taken]
+    keep = find_options((prob.opt_row, prob.opt_l, prob.opt_f), N, np.arange(F), lead, prob.opt_f[choice])
+    any_f = taken[np.argsort(prob.opt_row[taken], kind="stable")]
+    return np.where(keep >= 0, keep, any_f)

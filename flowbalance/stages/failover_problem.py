@@ -306,3 +306,50 @@ def rank(sorted_keys: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     start = np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]
     return np.arange(n) - np.maximum.accumulate(np.where(start, np.arange(n), 0))
+
+
+# ---- groups of interchangeable rows ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Terms:
+    """One entry per (group, option of the group): the count variables of the exact model and the relaxation,
+    and the units of the convex flow. ``opt``: the option of the group's first row (its pair and columns)."""
+
+    g: np.ndarray
+    l: np.ndarray  # noqa: E741
+    f: np.ndarray
+    opt: np.ndarray
+    size: np.ndarray  # rows per group
+    group: np.ndarray  # group per free row
+
+
+def terms(prob: FailoverProblem) -> Terms:
+    """The groups (``group_of``) and the options of each, in option order."""
+    group = group_of(prob)
+    size = np.bincount(group).astype(np.int64)
+    first = np.unique(group, return_index=True)[1]  # each group's first row
+    n_opt = prob.opt_start[first + 1] - prob.opt_start[first]
+    tg = np.repeat(np.arange(len(first)), n_opt)
+    o = np.repeat(prob.opt_start[first], n_opt) + rank(tg)
+    return Terms(tg, prob.opt_l[o], prob.opt_f[o], o, size, group)
+
+
+def choice_from_terms(prob: FailoverProblem, t: Terms, val: np.ndarray) -> np.ndarray:
+    """A choice with ``val`` rows of each group on each of its options (which row gets which is settled by
+    ``fewest_changes`` later)."""
+    slot = np.repeat(np.arange(len(val)), val)
+    mr, ms = match(t.group, t.g[slot])
+    got_l = np.full(prob.F, -1, dtype=np.int64)
+    got_f = np.full(prob.F, -1, dtype=np.int64)
+    got_l[mr], got_f[mr] = t.l[slot[ms]], t.f[slot[ms]]
+    return find_options((prob.opt_row, prob.opt_l, prob.opt_f), prob.N, np.arange(prob.F), got_l, got_f)
+
+
+def term_values(prob: FailoverProblem, t: Terms, choice: np.ndarray) -> np.ndarray:
+    """The counts n[g, (l, f)] of a choice."""
+    N = prob.N
+    key_t = (t.g * N + t.l) * N + t.f
+    key_c = (t.group * N + prob.opt_l[choice]) * N + prob.opt_f[choice]
+    u, c = np.unique(key_c, return_counts=True)
+    at = np.minimum(np.searchsorted(u, key_t), len(u) - 1)
+    return np.where(u[at] == key_t, c[at], 0)
