@@ -56,7 +56,8 @@ THRESHOLD_PROBES = 12
 LARGE_OPTIONS = 500_000  # options (ordered pairs of free rows) from which a cluster counts as large
 LARGE_TOPIC_PROBES = 2  # threshold targets tried on large clusters with topic intervals (each takes flows)
 SEARCH_WORK = 300_000  # terms x convex flows the leader search may spend (3 flows on 100 brokers)
-DETERMINISTIC_TIME = 0.5  # CP-SAT's deterministic seconds for levels (b), (c), (d) together (about 3-4 s here)
+SEARCH_TRIES = 8  # and at most this many
+DETERMINISTIC_TIME = 0.4  # CP-SAT's deterministic seconds for levels (b), (c), (d) together (0.3 s for (b))
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def balance_failover(state: ClusterState, movable: np.ndarray, *, baseline: np.n
         (choice, method), bound = _relaxed(prob, start, (choice, method), bound)
     count_proven = False
     if int(spreads(prob, choice).max()) > bound and _exact_fits(prob, exact):
-        res = solve_exact(prob, choice, row_lb, deterministic_time)
+        res = solve_exact(prob, choice, row_lb, deterministic_time, bound)
         bound = max(bound, res.bound)
         if sort_key(prob, res.choice) < sort_key(prob, choice):
             choice, method = res.choice, "CP-SAT"
@@ -152,7 +153,7 @@ def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, 
         again, how = _fast(prob, start, bound)
         return ((again, how) if sort_key(prob, again) < sort_key(prob, choice) else found), bound
     moved = with_leaders(prob, choice, lp.leaders)
-    tries = max(SEARCH_WORK // max(count_terms(prob), 1), 1)
+    tries = min(max(SEARCH_WORK // max(count_terms(prob), 1), 1), SEARCH_TRIES)
     for base, how in (((moved, "LP leaders"),) if moved is not None else ()) + ((choice, method),):
         flowed = by_thresholds(prob, base, bound)
         better = leader_search(prob, flowed, bound, tries)

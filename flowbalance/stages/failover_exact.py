@@ -20,7 +20,7 @@ from ortools.sat.python import cp_model
 from .failover_problem import BIG, FailoverProblem, Terms, choice_from_terms, term_values, terms, values
 
 SEED = 20240611
-SHARE_B, SHARE_C = 0.6, 0.85  # of the budget: level (b) up to 60 %, (b) + (c) up to 85 %, (d) the rest
+SHARE_B, SHARE_C = 0.75, 0.9  # of the budget: level (b) up to 75 %, (b) + (c) up to 90 %, (d) the rest
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,17 @@ def count_terms(prob: FailoverProblem) -> int:
     return len(terms(prob).g)
 
 
-def solve_exact(prob: FailoverProblem, hint: np.ndarray, row_lb: np.ndarray, budget: float) -> ExactResult:
-    """Levels (b), (c), (d) from ``hint`` (a feasible choice); ``row_lb``: scaled lower bounds per row."""
+def solve_exact(prob: FailoverProblem, hint: np.ndarray, row_lb: np.ndarray, budget: float,
+                floor: int = 0) -> ExactResult:
+    """Levels (b), (c), (d) from ``hint`` (a feasible choice); ``row_lb``: scaled lower bounds per row, ``floor``
+    on the worst spread (both proven elsewhere: they only help CP-SAT prove). Levels (c) and (d) run only when
+    (b) is proven: a worst spread not known to be the least does not deserve the time."""
     t = terms(prob)
     model = _Model(prob, t)
     m = model.m
     for h, lo, lb in zip(model.hi, model.lo, row_lb[model.rows].tolist()):
         m.add(h - lo >= lb)
+    m.add(model.W >= floor)
     best = term_values(prob, t, hint)
     model.hint(best)
     m.minimize(model.W)
@@ -53,7 +57,9 @@ def solve_exact(prob: FailoverProblem, hint: np.ndarray, row_lb: np.ndarray, bud
     best = model.counts(s)
     w_best = int(s.value(model.W))
     proven = status == cp_model.OPTIMAL
-    bound = w_best if proven else int(np.ceil(s.best_objective_bound - 1e-9))
+    bound = w_best if proven else max(int(np.ceil(s.best_objective_bound - 1e-9)), floor)
+    if not proven:
+        return ExactResult(choice_from_terms(prob, t, best), bound, False, False)
     m.add(model.W <= w_best)
     best, proven_c, spent = _fewest_at_worst(model, row_lb, w_best, best, SHARE_C * budget - spent, spent)
     best = _most_kept(model, best, budget - spent)

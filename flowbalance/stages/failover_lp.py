@@ -36,6 +36,7 @@ LP_MAX_CELLS = 25_000  # (failed, survivor) pairs: the relaxation has two constr
 LP_MAX_TERMS = 120_000  # count variables
 LP_WORK = 800_000_000  # iterations x nonzeros PDLP may spend (about 2 s on 100 brokers)
 LP_CHUNK = 500  # iterations between proofs (each proof is one min-cost flow)
+LP_MAX_CHUNKS = 6  # and at most this many chunks, ending early when two in a row prove nothing more
 SETTLED_RESIDUAL, SETTLED_MARGIN = 0.1, 0.1  # leaders; see ``_settled``
 MULTIPLIER_SUM = {True: 1 << 24, False: 1 << 16}  # sum of the integer multipliers, without / with weights
 
@@ -63,14 +64,16 @@ def lp_bound(prob: FailoverProblem, choice: np.ndarray, work: int = LP_WORK) -> 
     params.num_threads = 1
     params.termination_criteria.simple_optimality_criteria.eps_optimal_relative = 1e-4
     params.termination_criteria.simple_optimality_criteria.eps_optimal_absolute = 1e-4
-    chunks = max(work // max(lp.qp.constraint_matrix.nnz * LP_CHUNK, 1), 1)
-    best, start, done = 0, lp.primal_of(choice), 0
+    chunks = min(max(work // max(lp.qp.constraint_matrix.nnz * LP_CHUNK, 1), 1), LP_MAX_CHUNKS)
+    best, start, done, idle = 0, lp.primal_of(choice), 0, 0
     for _ in range(chunks):
         params.termination_criteria.iteration_limit = LP_CHUNK
         res = pdlp.primal_dual_hybrid_gradient(lp.qp, params, start)
         done += int(res.solve_log.iteration_count)
-        best = max(best, lp.proven(np.asarray(res.dual_solution)))
-        if best >= target or _settled(res, best, prob.D) or \
+        proven = lp.proven(np.asarray(res.dual_solution))
+        idle = idle + 1 if proven <= best else 0
+        best = max(best, proven)
+        if best >= target or idle >= 2 or _settled(res, best, prob.D) or \
                 res.solve_log.termination_reason != solve_log_pb2.TERMINATION_REASON_ITERATION_LIMIT:
             break
         start = pdlp.PrimalAndDualSolution()
