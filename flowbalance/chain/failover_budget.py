@@ -6,10 +6,12 @@ RF 2 only placement can change failover at all. The stage asks the chain's own l
 
 1. run the stages after it (leaders, followers, failover: the true test) on a scratch copy of the plan so far:
    the worst spread ``a``, the failover stage's lower bound ``c`` for these replica sets, and its order;
-2. swap replicas on that order where the worst rows need it (``spread_by_swaps``), within the moves left;
+2. swap replicas on that order where the worst rows need it (``spread_by_swaps``), within the moves left: the
+   swaps that lower the order's worst spread level by level;
 3. run the later stages again on the swapped placement; keep it only when their worst spread is lower (or, for a
-   round that adds no moves, the brokers at it fewer), then try another round from there; else hand back the
-   plan as the last kept round left it (nothing spent when no round was kept).
+   round that adds no moves, the brokers at it fewer). When they do not follow, try once more with every row at
+   the worst lowered that can be (``thorough``: more moves, more slack for the reordering stages). A kept round
+   starts another from there; else the plan stays as the last kept round left it (nothing spent when none was).
 
 The later stages are deterministic, so the chain reaches exactly the figures measured here; the note says what the
 moves bought (``a → b``, bound ``c → d``) and, with racks and RF at most the racks, the counting floor no placement
@@ -115,16 +117,22 @@ class FailoverBudget(Stage):
         for _ in range(rounds):
             left = limit - compare(r.before, placed).moves
             cells = topic_cells(ordered, r.movable, strict.topic_lo, strict.topic_hi)
-            found = spread_by_swaps(ordered, r.before, r.movable, left, cells)
-            if not found.swaps:
-                break
-            cand = ordered.with_replicas(found.replicas)
-            cand_ordered, cand_res = self._later(ctx, cand)
-            checks += 1
-            if not _bought(res, cand_res, found.moves):
+            step = None
+            for thorough in (False, True):
+                found = spread_by_swaps(ordered, r.before, r.movable, left, cells, thorough=thorough)
+                if not found.swaps or (thorough and found.swaps == lean):
+                    break  # nothing lowers the order's worst (then neither does more), or nothing more to try
+                lean = found.swaps
+                cand = ordered.with_replicas(found.replicas)
+                cand_ordered, cand_res = self._later(ctx, cand)
+                checks += 1
+                if _bought(res, cand_res, found.moves):
+                    step = (cand, cand_ordered, cand_res, found)
+                    break
                 tried += found.swaps
+            if step is None:
                 break
-            placed, ordered, res = cand, cand_ordered, cand_res
+            placed, ordered, res, found = step
             swaps, same = swaps + found.swaps, same + found.same_topic
         spent = compare(r.before, placed).moves - moves_now
         ev = FailoverBudgetEvidence(budget, limit - moves_now, spent, swaps, same, res0.worst, res.worst,

@@ -341,10 +341,12 @@ def _expand(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def spread_by_swaps(state: ClusterState, before: ClusterState, movable: np.ndarray, limit: int,
-                    cells: Cells | None = None) -> SwapResult:
+                    cells: Cells | None = None, *, thorough: bool = False) -> SwapResult:
     """Swaps (module doc) on ``state``'s order that lower its worst single-broker failover spread, adding at most
     ``limit`` moves against ``before`` (the original assignment, same rows). ``cells``: per-topic strict intervals
-    (``topic_cells``); None allows swaps inside a topic only. Deterministic."""
+    (``topic_cells``); None allows swaps inside a topic only. ``thorough``: rows that no swap helps are passed
+    over, not an end, and nothing is taken back: every row at the worst that can be lowered is, within the budget
+    (more moves; for when the reordering stages need that slack to follow). Deterministic."""
     s = _Search(state, before, movable, None if cells is None else
                 Cells(cells.lo, cells.hi, cells.count.copy()))
     start = s.worst()
@@ -356,15 +358,19 @@ def spread_by_swaps(state: ClusterState, before: ClusterState, movable: np.ndarr
         if w < level - EPS:
             level, kept = w, len(done)
         at = np.flatnonzero(s.live & (s.spread >= w - EPS) & ~stuck)
+        if not len(at):
+            break
         f = int(at[0])
         found = s.best_swap(f, w, limit - moves)
         if found is None:
             stuck[f] = True
+            if thorough:
+                continue
             break  # this level cannot be cleared: its swaps would only lower the brokers at it
         s.apply(found)
         done.append(found)
         moves += found.cost
-    if s.worst() < level - EPS:
+    if thorough or s.worst() < level - EPS:
         kept = len(done)
     for sw in reversed(done[kept:]):
         s.undo(sw)
