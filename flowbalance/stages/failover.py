@@ -40,7 +40,7 @@ from ..metrics import broker_failover
 from ..model import ClusterState
 from .failover_bound import bounds, in_leaders
 from .failover_exact import count_terms, solve_exact
-from .failover_flow import by_convex_flow, by_row_targets, by_thresholds, sort_key, with_leaders
+from .failover_flow import by_convex_flow, by_row_targets, by_thresholds, convex_rounds, sort_key, with_leaders
 from .failover_lp import lp_bound, lp_fits
 from .failover_search import leader_search
 from .failover_problem import FailoverProblem, build_problem, loads, realize, row_extremes, spreads, values
@@ -55,7 +55,8 @@ CONVEX_ITERATIONS = 6
 THRESHOLD_PROBES = 12
 LARGE_OPTIONS = 500_000  # options (ordered pairs of free rows) from which a cluster counts as large
 LARGE_TOPIC_PROBES = 2  # threshold targets tried on large clusters with topic intervals (each takes flows)
-SEARCH_WORK = 300_000  # terms x convex flows the leader search may spend (3 flows on 100 brokers)
+CONVEX_TERMS_WORK = 200_000  # terms x convex flows from the relaxation's leader counts (2 flows on 100 brokers)
+SEARCH_WORK = 100_000  # terms x convex flows the leader search may spend (1 flow on 100 brokers, 8 on 40)
 SEARCH_TRIES = 8  # and at most this many
 DETERMINISTIC_TIME = 0.4  # CP-SAT's deterministic seconds for levels (b), (c), (d) together (0.3 s for (b))
 
@@ -77,6 +78,8 @@ class FailoverResult:
     method: str  # what found ``replicas``: "stages 2 + 3", "thresholds", "convex flow", "LP leaders + leader
     # search" (and the like: where the flows started + what improved last), "CP-SAT"
     note: str  # one line for the certificate's notes
+    bound_by: str = "nothing to reorder"  # what proved ``bound``: "failed brokers' rows", "blocks of brokers",
+    # "linear relaxation" or "CP-SAT" (failover_bound, failover_lp, failover_exact)
 
 
 def balance_failover(state: ClusterState, movable: np.ndarray, *, baseline: np.ndarray | None = None,
@@ -98,17 +101,22 @@ def balance_failover(state: ClusterState, movable: np.ndarray, *, baseline: np.n
                        "live replicas)")
     prob, start = built
     row_lb, bound = bounds(prob, start, blocks=True)
+    proofs = {"failed brokers' rows": int(row_lb.max(initial=0)), "blocks of brokers": bound}
     choice, method = _fast(prob, start, bound, convex=not lp_fits(prob))
     if int(spreads(prob, choice).max()) > bound and lp_fits(prob):
-        (choice, method), bound = _relaxed(prob, start, (choice, method), bound)
+        (choice, method), proofs["linear relaxation"] = _relaxed(prob, start, (choice, method), bound)
+        bound = max(proofs.values())
     count_proven = False
     if int(spreads(prob, choice).max()) > bound and _exact_fits(prob, exact):
         res = solve_exact(prob, choice, row_lb, deterministic_time, bound)
-        bound = max(bound, res.bound)
+        proofs["CP-SAT"] = res.bound
+        bound = max(proofs.values())
         if sort_key(prob, res.choice) < sort_key(prob, choice):
             choice, method = res.choice, "CP-SAT"
         count_proven = res.proven_count and sort_key(prob, choice)[:2] == sort_key(prob, res.choice)[:2]
-    return _finish(state, base, prob, (start, choice), method, (bound, row_lb, count_proven), (b_worst, b_count))
+    by = next(k for k, v in proofs.items() if v == bound)
+    return _finish(state, base, prob, (start, choice), (method, by), (bound, row_lb, count_proven),
+                   (b_worst, b_count))
 
 
 def _stages_2_3(state: ClusterState, movable: np.ndarray, per_topic: bool) -> np.ndarray:
@@ -139,27 +147,34 @@ def _fast(prob: FailoverProblem, start: np.ndarray, floor: int, convex: bool = T
 
 def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, str],
              bound: int) -> tuple[tuple[np.ndarray, str], int]:
-    """The linear relaxation's proven bound and, while the found order is above it, the flows from the
-    relaxation's leader counts, then the search over leader counts (``failover_search``). Holding the start's
+    """The order found and the linear relaxation's proven bound: while the found order is above it, the flows
+    from the relaxation's leader counts, then the search over leader counts (``failover_search``). Holding the start's
     counts can cost a leader or more (42 Kafka-placed brokers: 4 with them, 3 with the relaxation's; bound 2).
     With topic intervals the counts stay (other counts would need them kept too): the convex flows run from the
     start instead."""
     choice, method = found
     lp = lp_bound(prob, choice)
-    bound = max(bound, lp.bound)
+    proven, bound = lp.bound, max(bound, lp.bound)
     if int(spreads(prob, choice).max()) <= bound:
-        return found, bound
+        return found, proven
     if prob.topic_of is not None:
         again, how = _fast(prob, start, bound)
-        return ((again, how) if sort_key(prob, again) < sort_key(prob, choice) else found), bound
+        return ((again, how) if sort_key(prob, again) < sort_key(prob, choice) else found), proven
     moved = with_leaders(prob, choice, lp.leaders)
-    tries = min(max(SEARCH_WORK // max(count_terms(prob), 1), 1), SEARCH_TRIES)
+    terms_n = max(count_terms(prob), 1)
+    iterations = min(CONVEX_ITERATIONS, max(CONVEX_TERMS_WORK // terms_n, 1))
+    tries = min(max(SEARCH_WORK // terms_n, 1), SEARCH_TRIES)
     for base, how in (((moved, "LP leaders"),) if moved is not None else ()) + ((choice, method),):
-        flowed = by_thresholds(prob, base, bound)
-        better = leader_search(prob, flowed, bound, tries)
-        if sort_key(prob, better) < sort_key(prob, choice):
-            return (better, f"{how} + {'leader search' if better is not flowed else 'thresholds'}"), bound
-    return found, bound
+        steps = [by_thresholds(prob, base, bound)]
+        found_c, weight = convex_rounds(prob, steps[0], iterations, np.ones(prob.N, dtype=np.int64))
+        steps.append(by_thresholds(prob, found_c, bound) if found_c is not steps[0] else steps[0])
+        steps.append(leader_search(prob, steps[1], bound, tries, weight))
+        if sort_key(prob, steps[2]) < sort_key(prob, choice):
+            last = next(i for i in (2, 1, 0) if i == 0 or steps[i] is not steps[i - 1])
+            return (steps[2], f"{how} + {('thresholds', 'convex flow', 'leader search')[last]}"), proven
+        if int(spreads(prob, steps[2]).max()) <= bound + prob.D:
+            break  # within a leader of the bound: the start's counts are not worth a second search
+    return found, proven
 
 
 def _convex_candidates(prob: FailoverProblem, best: np.ndarray, iterations: int):
@@ -184,11 +199,12 @@ def _exact_fits(prob: FailoverProblem, exact: bool | None) -> bool:
 
 
 def _finish(state: ClusterState, base: np.ndarray, prob: FailoverProblem, choices: tuple[np.ndarray, np.ndarray],
-            method: str, proof: tuple[int, np.ndarray, bool], before: tuple[float, int]) -> FailoverResult:
+            how: tuple[str, str], proof: tuple[int, np.ndarray, bool], before: tuple[float, int]) -> FailoverResult:
     """The replicas of the chosen order, or stages 2 + 3's when that is no better by the metric. ``proof``: the
     scaled bound (CP-SAT's when it proved its optimum: then the optimum), the rows' own bounds, and whether
-    CP-SAT proved the rows at the worst fewest."""
+    CP-SAT proved the rows at the worst fewest. ``how``: the method that found the order, what proved the bound."""
     start, choice = choices
+    method, by = how
     bound, row_lb, count_proven = proof
     new = realize(state, base, prob, choice)
     after = _measured(state.with_replicas(new))
@@ -207,7 +223,7 @@ def _finish(state: ClusterState, base: np.ndarray, prob: FailoverProblem, choice
     note = (f"failover (stage 4): worst single-broker spread {before[0]:g} → {after[0]:g} ({after[1]:,} broker"
             f"{'s' if after[1] != 1 else ''} at it), by {method}"
             + ("; no order of these replica sets does better" if exact else ""))
-    return _result(state, new, after, b, exact, count_proven, method, before, note)
+    return replace(_result(state, new, after, b, exact, count_proven, method, before, note), bound_by=by)
 
 
 def _start_replicas(state: ClusterState, base: np.ndarray, prob: FailoverProblem, start: np.ndarray) -> np.ndarray:

@@ -244,8 +244,14 @@ def _cell_arcs(prob: FailoverProblem, lay: Layout, choice: np.ndarray, gone: np.
 def by_convex_flow(prob: FailoverProblem, choice: np.ndarray, iterations: int) -> np.ndarray:
     """The best choice (``sort_key``) over ``iterations`` convex min-cost flows, or ``choice`` when none beats
     it; the rows at the worst spread weigh ``ROW_WEIGHT_STEP`` times more in each next solve."""
+    return convex_rounds(prob, choice, iterations, np.ones(prob.N, dtype=np.int64))[0]
+
+
+def convex_rounds(prob: FailoverProblem, choice: np.ndarray, iterations: int,
+                  weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``by_convex_flow`` from the rows' weights ``weight``: (best choice, the weights after the last solve),
+    so that a caller can go on weighing the rows that stay at the worst."""
     lay, t = Layout.of(prob), terms(prob)
-    weight = np.ones(prob.N, dtype=np.int64)
     best, best_key = choice, sort_key(prob, choice)
     new = choice
     for _ in range(iterations):
@@ -255,7 +261,7 @@ def by_convex_flow(prob: FailoverProblem, choice: np.ndarray, iterations: int) -
             best, best_key = new, key
         sp = spreads(prob, new)
         weight = np.minimum(np.where(sp == sp.max(), weight * ROW_WEIGHT_STEP, weight), ROW_WEIGHT_MAX)
-    return best
+    return best, weight
 
 
 def _convex_step(prob: FailoverProblem, lay: Layout, t: Terms, choice: np.ndarray, weight: np.ndarray) -> np.ndarray:

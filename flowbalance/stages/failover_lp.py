@@ -29,6 +29,7 @@ from ortools.graph.python import min_cost_flow
 from ortools.pdlp import solve_log_pb2, solvers_pb2
 from ortools.pdlp.python import pdlp
 
+from .failover_bound import bounds
 from .failover_exact import count_terms
 from .failover_problem import FailoverProblem, loads, row_extremes, term_values, terms, values
 
@@ -47,6 +48,17 @@ class LpResult:
     leaders: np.ndarray  # leader counts per broker near the relaxation's, within the intervals, the same total
     value: float  # the relaxation's objective as PDLP left it, in leaders (not a proof)
     iterations: int
+
+
+def proven_bound(prob: FailoverProblem, choice: np.ndarray) -> int:
+    """The best scaled bound proven without search, for a certificate: the rows' and blocks' counting bounds,
+    and the relaxation's where it fits and the counting bounds leave ``choice`` above them (then started from
+    ``choice``). Deterministic, computed from the plan alone."""
+    bound = bounds(prob, choice, blocks=True)[1]
+    worst = int((lambda hi, lo: (hi - lo).max())(*row_extremes(prob, values(prob, *loads(prob, choice)))))
+    if worst > bound and lp_fits(prob):
+        bound = max(bound, lp_bound(prob, choice).bound)
+    return bound
 
 
 def lp_fits(prob: FailoverProblem) -> bool:

@@ -4,7 +4,8 @@ but which brokers sit at the top of their interval matters (a survivor's own lea
 A round moves one leadership (then three) from brokers that are often at their rows' largest value to brokers
 that are often at the smallest (rows at the worst spread count four times, rows one below once), within the
 intervals, re-places the rows for the new counts (``with_leaders``), and runs a threshold flow and one convex
-flow from there; the first try that improves the order (``sort_key``) is kept. Rounds stop at the floor, when no
+flow from there (its rows' weights carried on from the flows before); the first try that improves the order
+(``sort_key``) is kept. Rounds stop at the floor, when no
 try improves, or when the work allowance is spent (each try is one convex flow over every group's options).
 (Kafka-placed, 100 brokers grown in four waves: 4 from the relaxation's counts, 3 after five rounds; bound 2.)
 """
@@ -12,15 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .failover_flow import by_convex_flow, by_thresholds, sort_key, with_leaders
+from .failover_flow import by_thresholds, convex_rounds, sort_key, with_leaders
 from .failover_problem import FailoverProblem, loads, row_extremes, values
 
 SHIFTS = (1, 3)  # leaderships moved by the tries of a round
 WORST_WEIGHT = 4  # a row at the worst spread counts this much in the pressure, a row one leader below it once
 
 
-def leader_search(prob: FailoverProblem, choice: np.ndarray, floor: int, tries: int) -> np.ndarray:
-    """The best order found in at most ``tries`` tries (module doc); ``choice`` when none improves it."""
+def leader_search(prob: FailoverProblem, choice: np.ndarray, floor: int, tries: int,
+                  weight: np.ndarray) -> np.ndarray:
+    """The best order found in at most ``tries`` tries (module doc); ``choice`` when none improves it.
+    ``weight``: the rows' weights in the convex flows, carried from try to try (``convex_rounds``)."""
     best, key = choice, sort_key(prob, choice)
     while tries > 0 and key[0] > floor:
         for k in SHIFTS:
@@ -29,7 +32,7 @@ def leader_search(prob: FailoverProblem, choice: np.ndarray, floor: int, tries: 
             if moved is None:
                 continue
             tries -= 1
-            found = by_convex_flow(prob, by_thresholds(prob, moved, floor), 1)
+            found, weight = convex_rounds(prob, by_thresholds(prob, moved, floor), 1, weight)
             if sort_key(prob, found) < key:
                 best, key = found, sort_key(prob, found)
                 break
