@@ -369,8 +369,8 @@ def with_leaders(prob: FailoverProblem, choice: np.ndarray, target: np.ndarray) 
     supply = np.zeros(net.num_nodes, dtype=np.int64)
     supply[rnode] = 1
     supply[lnode] = -(np.asarray(target) - prob.fixed_L)
-    if (supply[lnode] > 0).any():
-        return None
+    if (supply[lnode] > 0).any() or int(supply.sum()) != 0:
+        return None  # a count below the forced rows' leaders, or not every row led
     net.set_supply(supply)
     row = prob.opt_row[lead_opt]
     cost = (prob.opt_l[lead_opt] != prob.opt_l[choice[row]]).astype(np.int64)
