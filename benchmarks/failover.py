@@ -4,11 +4,12 @@ reordered by the failover stage, in its own process (so the peak memory is that 
     python -m benchmarks.failover [--only NAME] [--quick] [--oracle-seconds S]
 
 Per case: the worst single-broker failover spread after stages 2 + 3 (the baseline), after the failover stage with
-broker leader intervals only and with per-topic leader intervals too (what the chain keeps when the request
-balances topics), the stage's lower bound, whether it is met, the method that found the order, the stage's
-seconds and peak RSS. On clusters of up to 40 brokers an independent CP-SAT model (``tests/failover_oracle.py``,
-``--oracle-seconds`` deterministic seconds) gives the optimum for broker intervals, or its best and bound.
-``--quick`` skips the 1,000-broker cases.
+broker leader intervals only (the default chain's) and with per-topic leader intervals too (what the chain keeps
+when the request balances topics strictly), the stage's lower bound and what proved it (failed brokers' rows,
+blocks of brokers, the linear relaxation, CP-SAT), whether it is met, the method that found the order, the
+stage's seconds (wall and CPU: others may share the machine) and peak RSS. On clusters of up to 40 brokers an
+independent CP-SAT model (``tests/failover_oracle.py``, ``--oracle-seconds`` deterministic seconds) gives the
+optimum for broker intervals, or its best and bound. ``--quick`` skips the 1,000-broker cases.
 """
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def _reset_peak() -> None:
 
 
 def stages_1_3(name: str):
-    """The cluster of ``name`` planned by the flow chain without the failover stage: (state, movable)."""
+    """The cluster of ``name`` planned by the flow chain without the failover stages (the move budget's failover
+    part included): (state, movable)."""
     from flowbalance.chain.base import Context, run_chain
     from flowbalance.chain.steps import flow_chain
     from flowbalance.generate import generate_cluster
@@ -73,7 +75,7 @@ def stages_1_3(name: str):
     r = resolve(generate_cluster(**gen), PlanRequest(**req))
     mb = measure(r.before, target_rf=r.target_rf)
     ctx = Context(r, mb, mb.min_moves)
-    run_chain(ctx, [s for s in flow_chain() if s.name != "failover"], lambda *a: None, 1, 6)
+    run_chain(ctx, [s for s in flow_chain() if not s.name.startswith("failover")], lambda *a: None, 1, 6)
     return ctx.current, r.movable
 
 
@@ -81,10 +83,11 @@ def _stage(state, movable, topic_leaders: bool) -> dict:
     from flowbalance.stages.failover import balance_failover
 
     _reset_peak()
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     res = balance_failover(state, movable, baseline=state.replicas, topic_leaders=topic_leaders)
-    return {"worst": res.worst, "at_worst": res.at_worst, "bound": res.bound, "exact": res.exact,
-            "method": res.method, "seconds": round(time.perf_counter() - t, 2), "peak_mib": round(_peak_mib()),
+    return {"worst": res.worst, "at_worst": res.at_worst, "bound": res.bound, "bound_by": res.bound_by,
+            "exact": res.exact, "method": res.method, "seconds": round(time.perf_counter() - t, 2),
+            "cpu": round(time.process_time() - cpu, 2), "peak_mib": round(_peak_mib()),
             "leader_changes": res.leader_changes, "baseline": res.baseline_worst}
 
 
@@ -121,14 +124,14 @@ def _row(r: dict) -> str:
     oracle = ("" if o is None else f"{o['best']:g} (optimal)" if o["proven"]
               else f"{o['best']:g}, bound {o['lower']:g}")
     cells = (r["case"], f"{r['replicas']:,}", r["rf"], f"{a['baseline']:g}", f"{a['worst']:g} ({a['at_worst']})",
-             f"{a['bound']:g}", "yes" if a["exact"] else "no", a["method"], f"{a['seconds']:.2f}",
-             f"{a['peak_mib']:,}", f"{t['worst']:g} ({t['at_worst']})", f"{t['bound']:g}", f"{t['seconds']:.2f}",
-             oracle)
+             f"{a['bound']:g}", a["bound_by"], "yes" if a["exact"] else "no", a["method"], f"{a['seconds']:.2f}",
+             f"{a['cpu']:.2f}", f"{a['peak_mib']:,}", f"{t['worst']:g} ({t['at_worst']})", f"{t['bound']:g}",
+             f"{t['seconds']:.2f}", oracle)
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
-HEAD = ("cluster", "replicas", "RF", "stages 2+3 worst", "stage worst (brokers at it)", "bound", "= bound", "method",
-        "s", "peak MiB", "with topic leaders", "bound", "s", "oracle (broker intervals)")
+HEAD = ("cluster", "replicas", "RF", "stages 2+3 worst", "stage worst (brokers at it)", "bound", "proved by",
+        "= bound", "method", "s", "CPU s", "peak MiB", "with topic leaders", "bound", "s", "oracle (broker intervals)")
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
