@@ -78,33 +78,48 @@ class SwapResult:
 
 @dataclass(frozen=True)
 class Cells:
-    """Per-topic strict intervals as [T, N] matrices over every topic and broker (cells a swap may touch), and the
-    counts of the movable rows in them."""
+    """Per-topic strict intervals over (movable topic, live broker), the counts of the movable rows there, and the
+    positions of topics and brokers in them (-1: not a cell; a swap only touches movable topics, live brokers)."""
 
-    lo: np.ndarray
+    lo: np.ndarray  # [T_m, NL]
     hi: np.ndarray
     count: np.ndarray
+    tpos: np.ndarray  # [T] position of each topic among the movable ones
+    lpos: np.ndarray  # [N] position of each broker among the live ones
+
+    def copy(self) -> "Cells":
+        return Cells(self.lo, self.hi, self.count.copy(), self.tpos, self.lpos)
+
+    def add(self, topic, broker, delta) -> None:
+        np.add.at(self.count, (self.tpos[topic], self.lpos[broker]), delta)
+
+    def farther(self, topic, broker, delta) -> np.ndarray:
+        """Whether adding ``delta`` puts each (topic, broker) count farther outside its interval."""
+        t, b = self.tpos[topic], self.lpos[broker]
+        v, lo, hi = self.count[t, b], self.lo[t, b], self.hi[t, b]
+        return np.maximum(np.maximum(lo - v - delta, v + delta - hi), 0) > np.maximum(np.maximum(lo - v, v - hi), 0)
 
 
 def topic_cells(state: ClusterState, movable: np.ndarray, topic_lo: np.ndarray | None,
                 topic_hi: np.ndarray | None) -> Cells | None:
     """``Cells`` from ``certificate.count_targets(..., per_topic=True)``'s [movable topic, live broker] intervals
-    (None: no per-topic targets, so no swap across topics is allowed)."""
+    (None: no per-topic targets, so no swap across topics is allowed). No [topic, broker] matrix beyond theirs."""
     if topic_lo is None or not movable.any():
         return None
-    N, T = len(state.brokers), len(state.topics)
+    b = state.brokers
     topics_m = np.unique(state.topic[movable])
-    live_idx = np.flatnonzero(state.brokers.live)
-    big = np.iinfo(np.int64).max // 4
-    lo = np.zeros((T, N), dtype=np.int64)
-    hi = np.full((T, N), big, dtype=np.int64)
-    lo[np.ix_(topics_m, live_idx)] = topic_lo
-    hi[np.ix_(topics_m, live_idx)] = topic_hi
+    tpos = np.full(len(state.topics), -1, dtype=np.int64)
+    tpos[topics_m] = np.arange(len(topics_m))
+    live_idx = np.flatnonzero(b.live)
+    lpos = np.full(len(b), -1, dtype=np.int64)
+    lpos[live_idx] = np.arange(len(live_idx))
     idx = state.replica_index[movable]
-    rows_t = np.repeat(state.topic[movable].astype(np.int64), idx.shape[1])
-    ok = idx.ravel() >= 0
-    count = np.bincount(rows_t[ok] * N + idx.ravel()[ok], minlength=T * N).reshape(T, N).astype(np.int64)
-    return Cells(lo, hi, count)
+    rt = np.repeat(tpos[state.topic[movable]], idx.shape[1])
+    lp = np.where(idx.ravel() >= 0, lpos[np.maximum(idx.ravel(), 0)], -1)
+    ok = lp >= 0
+    NL = len(live_idx)
+    count = np.bincount(rt[ok] * NL + lp[ok], minlength=len(topics_m) * NL).reshape(len(topics_m), NL)
+    return Cells(topic_lo, topic_hi, count.astype(np.int64), tpos, lpos)
 
 
 class _Search:
@@ -281,13 +296,7 @@ class _Search:
         """Across topics: p's topic loses b gains c, q's topic loses c gains b; no cell ends farther outside its
         strict interval than it was."""
         cl = self.cells
-
-        def farther(t, broker, delta):
-            v = cl.count[t, broker]
-            lo, hi = cl.lo[t, broker], cl.hi[t, broker]
-            return np.maximum(np.maximum(lo - v - delta, v + delta - hi), 0) > np.maximum(np.maximum(lo - v, v - hi), 0)
-
-        return ~(farther(tp, b, -1) | farther(tp, c, 1) | farther(tq, c, -1) | farther(tq, b, 1))
+        return ~(cl.farther(tp, b, -1) | cl.farther(tp, c, 1) | cl.farther(tq, c, -1) | cl.farther(tq, b, 1))
 
     def _side_ok(self, x: np.ndarray, f: int, b: np.ndarray, c: np.ndarray, gain: np.ndarray,
                  worst: float) -> np.ndarray:
@@ -317,10 +326,7 @@ class _Search:
             self._respread(x)
         if self.cells is not None:
             tp, tq = self.topic[p], self.topic[q]
-            self.cells.count[tp, b] -= 1
-            self.cells.count[tp, c] += 1
-            self.cells.count[tq, c] -= 1
-            self.cells.count[tq, b] += 1
+            self.cells.add([tp, tp, tq, tq], [b, c, c, b], [-1, 1, -1, 1])
 
     def undo(self, sw: Swap) -> None:
         """Take a swap back: the same swap with b and c exchanged; its rows become free again."""
@@ -347,8 +353,7 @@ def spread_by_swaps(state: ClusterState, before: ClusterState, movable: np.ndarr
     (``topic_cells``); None allows swaps inside a topic only. ``thorough``: rows that no swap helps are passed
     over, not an end, and nothing is taken back: every row at the worst that can be lowered is, within the budget
     (more moves; for when the reordering stages need that slack to follow). Deterministic."""
-    s = _Search(state, before, movable, None if cells is None else
-                Cells(cells.lo, cells.hi, cells.count.copy()))
+    s = _Search(state, before, movable, None if cells is None else cells.copy())
     start = s.worst()
     stuck = np.zeros(s.N, dtype=bool)
     done: list[Swap] = []
