@@ -29,7 +29,7 @@ from flowbalance.stages import failover_lp
 from flowbalance.stages.failover import balance_failover
 from flowbalance.stages.failover_bound import bounds, in_leaders
 from flowbalance.stages.failover_flow import with_leaders
-from flowbalance.stages.failover_lp import lp_bound
+from flowbalance.stages.failover_lp import lp_bound, proven_bound
 from flowbalance.stages.failover_problem import build_problem, loads, values
 from flowbalance.stages.followers import balance_followers
 from flowbalance.stages.leaders import balance_leaders
@@ -178,6 +178,7 @@ def test_each_bound_is_below_the_brute_force_optimum(seed, brokers, partitions, 
     best = oracle.brute_force(case, topics).worst
     assert in_leaders(prob, bounds(prob, choice, blocks=True)[1]) <= best + 1e-9
     assert in_leaders(prob, lp_bound(prob, choice).bound) <= best + 1e-9
+    assert in_leaders(prob, proven_bound(prob, choice)) <= best + 1e-9
 
 
 def block_heavy_state(rng: np.random.Generator, brokers: int, partitions: int):

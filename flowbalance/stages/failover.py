@@ -107,7 +107,7 @@ def balance_failover(state: ClusterState, movable: np.ndarray, *, baseline: np.n
     if int(spreads(prob, choice).max()) > bound and lp_fits(prob):
         (choice, method), proofs["linear relaxation"] = _relaxed(prob, start, (choice, method), bound)
         bound = max(proofs.values())
-    if int(spreads(prob, choice).max()) <= bound and lp_fits(prob):
+    elif lp_fits(prob):  # the counting bounds met at once
         choice, method = _fewer_at_worst(prob, (choice, method), bound)
     count_proven = False
     if int(spreads(prob, choice).max()) > bound and _exact_fits(prob, exact):
@@ -159,7 +159,7 @@ def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, 
     lp = lp_bound(prob, choice)
     proven, bound = lp.bound, max(bound, lp.bound)
     if int(spreads(prob, choice).max()) <= bound:
-        return found, proven
+        return _fewer_at_worst(prob, found, bound), proven
     if prob.topic_of is not None:
         again, how = _fast(prob, start, bound)
         return ((again, how) if sort_key(prob, again) < sort_key(prob, choice) else found), proven

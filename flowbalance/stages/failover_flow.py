@@ -14,10 +14,13 @@ topic's interval, so those intervals are kept exactly. What a choice changes is 
   pair's last rows leave again and, from then on, each of its nodes keeps its rows and an even share of the
   pair's room; the flow re-places them (``TOPIC_ROUNDS`` flows at most, else the target counts as missed;
   missed at once when a flow leaves more than ``OVERFLOW_GIVE_UP`` of the rows above their caps).
-* ``by_convex_flow`` (small and medium clusters): min-cost flows with convex costs per pair node (a steep
-  exponential of the cell's deviation from its row's mean: a row's units go to its lowest cells first), weighted
-  per row; the rows at the worst spread weigh more in the next solve. A pair change costs a little, a leader
-  change twice that, so unneeded changes are avoided.
+* ``by_convex_flow`` / ``convex_rounds`` (small and medium clusters): min-cost flows with convex costs per pair
+  node (a steep exponential of the cell's deviation from its row's mean: a row's units go to its lowest cells
+  first), weighted per row; the rows at the worst spread weigh more in the next solve. Rows with the same live
+  replica set (and topic) travel together, one node per group (``terms``); equal-cost units of a pair node are
+  one arc. A pair change costs a little, a leader change twice that, so unneeded changes are avoided.
+* ``with_leaders``: the same rows re-placed for other leader counts (the leader search's and the relaxation's),
+  changing the fewest leaders.
 """
 from __future__ import annotations
 
