@@ -21,7 +21,7 @@ the g_f, rounded up, is the bound (exact integer arithmetic).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -63,13 +63,20 @@ def proven_bound(prob: FailoverProblem, choice: np.ndarray) -> int:
 
 def lp_fits(prob: FailoverProblem) -> bool:
     """Whether the relaxation is small enough to build and solve here."""
-    return int(prob.valid.sum()) <= LP_MAX_CELLS and count_terms(prob) <= LP_MAX_TERMS
+    return int(prob.valid.sum()) <= LP_MAX_CELLS and count_terms(_brokers_only(prob)) <= LP_MAX_TERMS
+
+
+def _brokers_only(prob: FailoverProblem) -> FailoverProblem:
+    """The problem without topic leader intervals: the relaxation leaves them out (its bound holds with them:
+    they only narrow the choices), so rows of every topic with the same replica set form one group."""
+    return prob if prob.topic_of is None else replace(prob, topic_of=None, tlo=None, thi=None)
 
 
 def lp_bound(prob: FailoverProblem, choice: np.ndarray, work: int = LP_WORK) -> LpResult:
     """The relaxation solved by PDLP from ``choice`` (a feasible choice: starting there proves in 500 iterations
     what takes 1,500 from zero on 100 brokers), in chunks of ``LP_CHUNK`` iterations, proven after each, until
     the proven bound reaches the choice's worst spread, PDLP settles (``_settled``), or ``work`` is spent."""
+    prob = _brokers_only(prob)
     lp = _Relaxation(prob)
     target = int((lambda hi, lo: (hi - lo).max())(*row_extremes(prob, values(prob, *loads(prob, choice)))))
     params = solvers_pb2.PrimalDualHybridGradientParams()
