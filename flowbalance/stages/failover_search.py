@@ -5,9 +5,10 @@ A round moves one leadership (then three) from brokers that are often at their r
 that are often at the smallest (rows at the worst spread count four times, rows one below once), within the
 intervals, re-places the rows for the new counts (``with_leaders``), and runs a threshold flow and one convex
 flow from there (its rows' weights carried on from the flows before); the first try that improves the order
-(``sort_key``) is kept. Rounds stop at the floor, when no
-try improves, or when the work allowance is spent (each try is one convex flow over every group's options).
-(Kafka-placed, 100 brokers grown in four waves: 4 from the relaxation's counts, 3 after five rounds; bound 2.)
+(``sort_key``) is kept. Rounds stop at the floor, when no try improves, or when the allowance of tries is spent
+(each try is one convex flow over every group's options).
+(Kafka-placed, 100 brokers grown in four waves: 4 after two convex flows from the relaxation's counts, 3 after
+one try; bound 2. A 40-broker one: the start's counts 4, the relaxation's 3.)
 """
 from __future__ import annotations
 
