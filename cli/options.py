@@ -39,7 +39,8 @@ PerTopicOpt = typer.Option("spread", "--per-topic", metavar="spread|strict",
                                 "fewest moves (can cost many times the minimum on Kafka-placed clusters).")
 ExtraMovesOpt = typer.Option("0", "--extra-moves", metavar="N|P%",
                              help="Move budget beyond the fewest moves, spent where it most lowers the per-topic "
-                                  "spread: a number of moves, or a percentage of the replicas in scope (2%).")
+                                  "spread, then the failover spread: a number of moves, or a percentage of the "
+                                  "replicas in scope (2%).")
 StrategyOpt = typer.Option("flow", "--strategy",
                            help="flow: fewest moves by flow networks (default); template: rotation-order templates "
                                 "matched to the partitions (even failover, more moves).")

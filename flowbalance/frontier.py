@@ -2,11 +2,10 @@
 
 ``frontier(state, request, budgets=("0", "1%", "2%", "5%", "10%"))`` plans ``request`` once per budget
 (``per_topic_mode="spread"``, ``extra_moves=budget``) and once with ``per_topic_mode="strict"``: the fewest moves
-for count balance, what each budget buys in per-topic balance, and what strict per-topic balance costs. Every
+for count balance, what each budget buys in per-topic balance and failover, and what strict per-topic balance costs. Every
 point is a whole ``plan()`` (verified and certified), so each point's numbers are the ones ``flowbalance plan``
-prints for that request. A point the request cannot use (a budget with per-topic balance off, with the template
-strategy, objective bytes, disk balance, or without the replicas stage; strict with per-topic balance off or
-the template strategy) is kept, marked unusable, with the reason, and planned not at all: the operator sees
+prints for that request. A point the request cannot use (a budget with the template strategy, objective bytes,
+disk balance, or without the replicas stage; strict with per-topic balance off or the template strategy) is kept, marked unusable, with the reason, and planned not at all: the operator sees
 that the choice does not exist rather than a copy of another point.
 
 ``frontier_summary(f)`` is the plain dict ``flowbalance frontier --json`` prints (keys in docs/commands.md). It
@@ -193,8 +192,6 @@ def unusable(req: PlanRequest, label: str) -> str | None:
         return None
     if not spends(req):
         return None
-    if not req.per_topic:
-        return "per-topic balance is off (per_topic False): a move budget buys per-topic balance only"
     if "replicas" not in req.stages:
         return "a move budget is spent by the replicas stage, which does not run (stages)"
     try:
@@ -241,7 +238,7 @@ def point_fields(pt: FrontierPoint, scope: int, fewest: int | None) -> dict[str,
         **head,
         **certificate_fields(p.certificate),
         "extra_moves_spent": None if pt.strict or fewest is None else p.changes.moves - fewest,
-        "budget_note": next((n for n in p.certificate.notes if n.startswith("move budget:")), None),
+        "budget_note": "; ".join(n for n in p.certificate.notes if n.startswith("move budget:")) or None,
         "bytes_to_move": p.changes.bytes_moved,
         "changed_partitions": int(len(p.changes.changed_rows)),
         "leader_changes": p.changes.leader_changes,
@@ -254,7 +251,7 @@ def point_fields(pt: FrontierPoint, scope: int, fewest: int | None) -> dict[str,
 def frontier_summary(f: Frontier) -> dict[str, Any]:
     """The frontier as plain data (``flowbalance frontier --json``): the current state's spreads once, then one
     entry per point in budget order (strict last). ``extra_moves_spent`` is a point's moves beyond the budget 0
-    plan's (the fewest moves for count balance); ``budget_note`` the certificate's note on what the budget bought
+    plan's (the fewest moves for count balance); ``budget_note`` the certificate's notes on what the budget bought (per-topic part, then failover part)
     (the worst excess over a topic's share: a budget can lower it without lowering the spread)."""
     first = next(pt.plan for pt in f.points if pt.plan is not None)
     zero = next((pt.plan for pt in f.points if pt.label == "0" and pt.plan is not None), None)

@@ -176,9 +176,10 @@ def _reason_context(ctx: Context, v: MovesVerdict) -> str:
     """What the stages add to the verdict's reason (what the plan aimed at, which stage made extra moves)."""
     if ctx.request.balance == "bytes":
         return "balance bytes: disk use is the target, not replica counts (see the disk line)"
-    budget = ctx.evidence.get("budget")
-    if budget is not None and budget.spent > 0 and not v.proven:
-        return f"the move budget spent {budget.spent:,} moves beyond the fewest on per-topic balance (see its note)"
+    spent = _budget_spent(ctx)
+    if spent and not v.proven:
+        parts = " and ".join(f"{n:,} on {what}" for what, n in spent)
+        return f"the move budget spent {sum(n for _, n in spent):,} moves beyond the fewest: {parts} (see its notes)"
     if v.proven or not v.targets_met:
         return ""
     if "templates" in ctx.evidence:
@@ -188,6 +189,12 @@ def _reason_context(ctx: Context, v: MovesVerdict) -> str:
     if "disk" in ctx.ran:
         return "the disk stage traded them for disk balance (see the disk line)"
     return ""
+
+
+def _budget_spent(ctx: Context) -> list[tuple[str, int]]:
+    """What each part of the move budget spent beyond the fewest moves, the parts that spent any."""
+    parts = (("per-topic balance", ctx.evidence.get("budget")), ("failover", ctx.evidence.get("failover_budget")))
+    return [(what, ev.spent) for what, ev in parts if ev is not None and ev.spent > 0]
 
 
 def _bytes_certificate(ctx: Context) -> BytesCertificate | None:

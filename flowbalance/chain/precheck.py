@@ -1,5 +1,6 @@
 """The pre-check: a cluster already at every target gets no plan (nothing proposed, byte-identical empty files).
-Failover is at its target when its worst spread equals the certificate's bound: no reordering can lower it.
+Failover is at its target when its worst spread equals the certificate's bound: no reordering can lower it (with a
+move budget, which may also move replicas for it: when it is at most 1, or at the rack rule's floor).
 
 Also the targets the chain's stages test for themselves: leader balance, ideal first-follower pairs, and whether
 a request must change something whatever the spreads say.
@@ -13,6 +14,7 @@ from ..metrics import (StateMetrics, above_capacity, disk_within, leader_counts,
 from ..failover_level import failover_level
 from ..model import ClusterState
 from ..resolve import Resolved, rows_on_removed
+from ..stages.failover_moves import rack_failover_floor
 from ..targets import intervals, within
 
 
@@ -27,14 +29,25 @@ def meets_every_target(r: Resolved) -> bool:
         if above_capacity(state) or (req.disk_balance and not disk_within(state, req.disk_tolerance)):
             return False
     # per-topic balance is a target when strict, or when a move budget is given to spend on it
-    budget = req.topics_after_moves and req.extra_moves_for(int(np.asarray(r.target_rf)[r.movable].sum())) > 0
+    budget = req.topics_after_moves and budget_given(r)
     if not _counts_at_target(state, req.strict_per_topic or budget, replicas_on, req.balance == "bytes"):
         return False
     # every topic's leaders are a target only when topics are balanced strictly (the failover stage trades them)
     if "leaders" in req.stages and not leaders_balanced(state, req.strict_per_topic):
         return False
-    # failover: no order of these replica sets has a smaller worst spread (the certificate's bound is met)
-    return not ("followers" in req.stages and not failover_level(state, r.movable).met)
+    # failover: no order of these replica sets has a smaller worst spread (the certificate's bound is met); with a
+    # move budget, placement may go lower: then the target is 1, or the rack rule's floor for every placement
+    if "followers" not in req.stages:
+        return True
+    level = failover_level(state, r.movable)
+    if not level.met:
+        return False
+    return not (budget_given(r) and level.spread > max(1, rack_failover_floor(state, r.target_rf, r.movable) or 0))
+
+
+def budget_given(r: Resolved) -> bool:
+    """Whether the request gives a move budget above 0 for its scope."""
+    return r.request.extra_moves_for(int(np.asarray(r.target_rf)[r.movable].sum())) > 0
 
 
 def _counts_at_target(state: ClusterState, per_topic: bool, replicas_on: bool, bytes_only: bool) -> bool:

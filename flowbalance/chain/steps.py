@@ -1,6 +1,6 @@
 """The stages of the chain, each a thin object over one module of ``flowbalance.stages`` / ``templates``.
 
-Flow strategy: replica counts → move budget → fewest bytes → disk → leaders → first followers → failover. Template
+Flow strategy: replica counts → move budget (per-topic spread, then failover) → fewest bytes → disk → leaders → first followers → failover. Template
 strategy: templates → leaders → first followers (those two only when the templates left leaders uneven) →
 failover (keeping every topic's leaders within their intervals, as the templates lay them: the rotation order
 evens each topic's pairs, which is not always the most even failover).
@@ -25,6 +25,7 @@ from ..summary import format_bytes
 from ..templates.place import TemplateResult, place_by_templates
 from .base import Context, Invariant, Outcome, Stage
 from .budget import TopicBudget
+from .failover_budget import FailoverBudget
 from .failover_step import Failover
 from .precheck import leaders_balanced, must_change
 
@@ -249,7 +250,7 @@ def _template_note(res: TemplateResult) -> str:
 
 
 def flow_chain() -> tuple[Stage, ...]:
-    return (ReplicaCounts(), TopicBudget(), FewestBytes(), Disk(), Leaders(), Followers(), Failover())
+    return (ReplicaCounts(), TopicBudget(), FailoverBudget(), FewestBytes(), Disk(), Leaders(), Followers(), Failover())
 
 
 def template_chain() -> tuple[Stage, ...]:
