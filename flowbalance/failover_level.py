@@ -6,12 +6,13 @@ replica in assignment order), so survivor b then leads ``L_b + M[f, b]``. The sp
 minus the smallest of those loads over the survivors, each less its weighted share (``metrics.broker_failover``);
 the plan's worst failover spread is the largest row spread, the number every command prints.
 
-The bound (``stages.failover_bound.row_bounds``, a counting argument per failed broker) holds for every order of
-the plan's replica sets that keeps every broker's leaders within its interval (widened to the plan's own count
-where the plan misses one) and leaves the partitions that may not move as they are. So it says how much of the
-worst spread is the reordering's doing (none when the bound is met) and how much is the placement's: only moving
-replicas can go below it. It is computed from the plan alone, so ``plan``, ``report --plan``, ``compare`` and the
-fleet print the same figure for the same plan:
+The bound (``stages.failover_lp.proven_bound``: counting bounds per failed broker and per block of brokers that
+share many partitions, and on clusters of up to about 150 brokers an LP relaxation proven by a min-cost flow on its
+duals) holds for every order of the plan's replica sets that keeps every broker's leaders within its interval
+(widened to the plan's own count where the plan misses one) and leaves the partitions that may not move as they
+are. So it says how much of the worst spread is the reordering's doing (none when the bound is met) and how much is
+the placement's: only moving replicas can go below it. It is computed from the plan alone, deterministically, so
+``plan``, ``report --plan``, ``compare`` and the fleet print the same figure for the same plan:
 
     failover spread 4 (3 brokers at it); no order of these replica sets goes below 1
 """
@@ -23,7 +24,8 @@ import numpy as np
 
 from .metrics import broker_failover
 from .model import ClusterState
-from .stages.failover_bound import in_leaders, row_bounds
+from .stages.failover_bound import in_leaders
+from .stages.failover_lp import proven_bound
 from .stages.failover_problem import build_problem
 
 TOLERANCE = 1e-9
@@ -66,7 +68,7 @@ def failover_level(after: ClusterState, movable: np.ndarray) -> FailoverLevel:
     if built is None:  # nothing to reorder: the plan's order is the only one
         return FailoverLevel(worst, fo.worst[0], at, worst, False)
     prob, start = built
-    bound = min(in_leaders(prob, int(row_bounds(prob, start).max())), worst)
+    bound = min(in_leaders(prob, proven_bound(prob, start)), worst)
     rf2 = bool((prob.members >= 0).sum(axis=1).max() <= 2)
     return FailoverLevel(worst, fo.worst[0], at, bound, rf2)
 
