@@ -161,6 +161,47 @@ def test_method_md_shows_what_the_commands_print(tmp_path, run_cli):
         assert len(shown) == lines and all(ln in doc for ln in shown), shown
 
 
+def test_method_md_frontier_table_is_what_frontier_prints(tmp_path, run_cli):
+    """docs/method.md's frontier table (the same 40-broker cluster): moves, per-topic and failover spread per point."""
+    import json
+
+    from .conftest import ROOT
+
+    doc = (ROOT / "docs" / "method.md").read_text()
+    block = doc[doc.index("### The frontier"):doc.index("### The rack rule")]
+    rows = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]]
+            for ln in block.splitlines() if ln.startswith("| ") and not ln.startswith("| |")}
+    g = tmp_path / "k40"
+    code, _, err = run_cli("generate", "--brokers", "40", "--topics", "300", "--layout", "kafka", "--history", "3",
+                           "--rf", "3", "-o", str(g))
+    assert code == 0, err
+    code, out, err = run_cli("frontier", str(g / "assignment.json"), "--brokers", str(g / "brokers.csv"), "--add",
+                             "40,41", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    points = d["points"]
+    assert [p["label"] for p in points] == ["0", "1%", "2%", "5%", "10%", "strict"]
+    assert rows["replica moves"][1:] == [f"{p['moves']:,}" for p in points]
+    assert rows["per-topic spread"][1:] == [f"{p['topic_spread']:g}" for p in points]
+    assert rows["failover spread, broker down"][1:] == [f"{p['failover_worst_spread']:g}" for p in points]
+    assert rows["failover spread, broker down"][0] == f"{d['current']['failover_worst_spread']:g}"
+    # docs/strategies.md's worked example: the same points, and the template strategy beside them
+    strat = (ROOT / "docs" / "strategies.md").read_text()
+    table = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]] for ln in strat.splitlines()
+             if ln.startswith("| ") and ("flow, " in ln or ln.startswith("| template |"))}
+    by = {p["label"]: p for p in points}
+    for row, label in (("flow, budget 0 (default)", "0"), ("flow, `--extra-moves 1%` (108)", "1%"),
+                       ("flow, `--extra-moves 5%` (540)", "5%"), ("flow, `--per-topic strict`", "strict")):
+        p = by[label]
+        assert table[row][0].split(" ")[0] == f"{p['moves']:,}", row
+        assert table[row][1:] == [f"{p['topic_spread']:g}", f"{p['failover_worst_spread']:g}"], row
+    code, out, err = run_cli("plan", str(g / "assignment.json"), "--brokers", str(g / "brokers.csv"), "--add",
+                             "40,41", "--strategy", "template", "--json", "-o", str(tmp_path / "t.json"))
+    assert code == 0, err
+    t = json.loads(out)
+    assert table["template"] == [f"{t['moves']:,}", f"{t['topic_spread'][1]:g}", f"{t['failover_worst_spread'][1]:g}"]
+
+
 def test_a_slack_too_large_to_solve_leaves_stage_1s_plan_and_says_so(monkeypatch):
     """A budget solve that raises PlanningError (stage 1's full network would not fit) is no plan for that slack,
     named in the notes; the plan is stage 1's, not an error."""
