@@ -215,8 +215,9 @@ def failover_line(d: dict) -> str:
 def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
     """The short plan summary: moves vs M*, bytes, spreads before → after, failover, time."""
     if d["empty"]:
-        why = "already meets every target (pre-check)" if d["skipped_by_precheck"] else "no change improves it"
-        con.print(f"[bold green]Nothing to do[/bold green]: the cluster {why}.")
+        why = ("the cluster already meets every target (pre-check)" if d["skipped_by_precheck"] else
+               "no change improves the cluster (see the notes)")
+        con.print(f"[bold green]Nothing to do[/bold green]: {why}.")
     con.print(moves_line(d))
     if d.get("per_topic"):
         con.print(topics_line(d))

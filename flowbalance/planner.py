@@ -40,8 +40,9 @@ class Plan:
     certificate: Certificate
     stages_run: tuple[str, ...]
     seconds: dict[str, float]
-    skipped: bool  # True when the pre-check found nothing to do
+    skipped: bool  # True when nothing is proposed: the pre-check found nothing to do, or no change improved it
     request: PlanRequest
+    prechecked: bool = False  # True when the pre-check found nothing to do (the chain did not run)
 
     @property
     def strategy(self) -> str:
@@ -82,10 +83,10 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     mb = measure(r.before, target_rf=r.target_rf)
     tstar = topic_lower_bound(r.before, r.target_rf, r.movable) if request.strict_per_topic else None
     ctx = Context(r, mb, max(mb.min_moves, tstar or 0), notes=list(notes), memo=memo)
-    skipped = meets_every_target(r)
-    if not skipped:
+    prechecked = meets_every_target(r)
+    if not prechecked:
         run_chain(ctx, chain, say, 2, of)
-    after, ma, skipped = _proposal(ctx, skipped)
+    after, ma, skipped = _proposal(ctx, prechecked)
     say(of, of, "verifying")
     t = time.perf_counter()
     _verify(r, after, skipped)
@@ -96,7 +97,7 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     ctx.seconds["total"] = time.perf_counter() - t0
     return Plan(before=r.before, after=after, target_rf=r.target_rf, movable=r.movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(ctx.ran),
-                seconds=ctx.seconds, skipped=skipped, request=request)
+                seconds=ctx.seconds, skipped=skipped, request=request, prechecked=prechecked)
 
 
 def _request_of(request: PlanRequest | None, fields: Mapping[str, Any]) -> PlanRequest:

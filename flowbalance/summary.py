@@ -157,7 +157,7 @@ def plan_summary(p) -> dict:
     fb, fa = mb.failover.worst, ma.failover.worst
     return {
         "empty": p.is_empty,
-        "skipped_by_precheck": p.skipped,
+        "skipped_by_precheck": p.prechecked,
         "strategy": p.strategy,
         "stages": list(p.stages_run),
         **certificate_fields(cert),

@@ -113,3 +113,21 @@ def test_same_bytes_under_different_hash_seeds(tmp_path):
         assert proc.returncode == 0, proc.stderr
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and b'"partitions":[\n]' not in outs[0]
+
+
+def test_nothing_to_do_says_whether_the_pre_check_or_the_stages_decided(tmp_path, run_cli):
+    """A 40-broker Kafka-placed cluster, planned and planned again: the second plan runs the stages (failover 3 is
+    above its bound 2, so the pre-check does not skip it) and proposes nothing. The line says the stages decided
+    (not the pre-check, test_plan checks that case), and --json's skipped_by_precheck agrees."""
+    g = tmp_path / "k40"
+    code, _, err = run_cli("generate", "--brokers", "40", "--topics", "300", "--layout", "kafka", "--history", "3",
+                           "--rf", "3", "-o", str(g))
+    assert code == 0, err
+    first = tmp_path / "all.json"
+    code, _, err = run_cli("plan", g / "assignment.json", "--brokers", g / "brokers.csv", "-o", first, "--all")
+    assert code == 0, err
+    code, text, err = run_cli("plan", first, "--brokers", g / "brokers.csv", "-o", tmp_path / "again.json")
+    assert code == 0, err
+    d = json.loads(run_cli("plan", first, "--brokers", g / "brokers.csv", "-o", tmp_path / "a2.json", "--json")[1])
+    assert d["empty"] and not d["skipped_by_precheck"] and not d["failover"]["bound_met"]
+    assert "Nothing to do: no change improves the cluster (see the notes)." in text

@@ -163,7 +163,10 @@ def test_balanced_cluster_gets_empty_plan_without_networks(monkeypatch):
     calls = _count_solves(monkeypatch)
     ld = load_cluster(SEED / "assignment.json", brokers=SEED / "brokers.csv")
     p = plan(ld.state)
-    assert p.skipped and p.is_empty and not calls
+    assert p.skipped and p.prechecked and p.is_empty and not calls
+    from flowbalance.summary import plan_summary
+
+    assert plan_summary(p)["skipped_by_precheck"] is True
     # a plan's applied result meets every target: planning it again changes nothing
     from flowbalance.generate import generate_cluster
 
