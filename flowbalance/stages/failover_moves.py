@@ -233,7 +233,7 @@ class _Search:
             return None
         V = self.V[f]
         hi, lo = V[surv].max(), V[surv].min()
-        cs = surv[np.argsort(V[surv], kind="stable")][:MAX_C]
+        cs = self._receivers(f, surv, V)
         p = np.repeat(ps, len(cs))
         c = np.tile(cs, len(ps))
         b = self.idx[p, 1]
@@ -252,6 +252,16 @@ class _Search:
             found = self._pick(f, worst, remaining, p[top], b[top], c[top], gain[top], cost_p[top], at_max[top],
                                cross=True)
         return found
+
+    def _receivers(self, f: int, surv: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """The ``MAX_C`` survivors of lowest value, and with racks also the ``MAX_C`` lowest outside f's rack: f's
+        rack-mates are often the lowest of its row (f's partitions fail over to other racks) and, when the rack
+        rule keeps a partition's replicas apart, none of them may take a replica of a partition f leads."""
+        order = surv[np.argsort(V[surv], kind="stable")]
+        if not self.has_racks:
+            return order[:MAX_C]
+        away = order[self.rack[order] != self.rack[f]][:MAX_C]
+        return np.unique(np.r_[order[:MAX_C], away])
 
     def _pick(self, f, worst, remaining, p, b, c, gain, cost_p, at_max, cross: bool) -> Swap | None:
         """Expand (p, b, c) candidates with every q that holds c behind its leader (same topic as p, or with
