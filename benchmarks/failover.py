@@ -144,18 +144,24 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.worker:
         print(json.dumps(worker(args.worker, args.oracle_seconds)))
         return []
+    names = [name for name, (gen, _) in CASES.items()
+             if (not args.only or name == args.only) and not (args.quick and gen["brokers"] >= 1000)]
+    return run_cases("benchmarks.failover", names, ["--oracle-seconds", str(args.oracle_seconds)], _row, HEAD)
+
+
+def run_cases(module: str, names, worker_args: list[str], row, head, note=None) -> list[dict]:
+    """Each case in its own process (``python -m MODULE --worker NAME ...``: its peak memory is its own); a row
+    per case as it ends (and its ``note`` line), then the whole table."""
     rows = []
-    for name, (gen, _) in CASES.items():
-        if (args.only and name != args.only) or (args.quick and gen["brokers"] >= 1000):
-            continue
-        r = subprocess.run([sys.executable, "-m", "benchmarks.failover", "--worker", name, "--oracle-seconds",
-                            str(args.oracle_seconds)], check=True, capture_output=True, text=True)
+    for name in names:
+        r = subprocess.run([sys.executable, "-m", module, "--worker", name, *worker_args], check=True,
+                           capture_output=True, text=True)
         rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
-        print(_row(rows[-1]), flush=True)
-    print("| " + " | ".join(HEAD) + " |")
-    print("|" + "---|" * len(HEAD))
+        print(row(rows[-1]), *(("\n   ", note(rows[-1])) if note else ()), flush=True)
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
     for r in rows:
-        print(_row(r))
+        print(row(r))
     return rows
 
 

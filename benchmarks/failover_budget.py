@@ -18,27 +18,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 
-from .failover import CASES, _peak_mib, _reset_peak
+from .failover import CASES, _peak_mib, _reset_peak, run_cases
 
 LARGE = 1000
 
 
 def _chain(with_stage: bool):
+    """flow_chain() (the stage after the per-topic budget), or without the stage."""
     from flowbalance.chain.failover_budget import FailoverBudget
     from flowbalance.chain.steps import flow_chain
 
-    out = []
-    for s in flow_chain():
-        if s.name == FailoverBudget.name:
-            continue
-        out.append(s)
-        if s.name == "budget" and with_stage:
-            out.append(FailoverBudget())
-    return out
+    return [s for s in flow_chain() if with_stage or s.name != FailoverBudget.name]
 
 
 def _cases(objectives: bool) -> list[str]:
@@ -153,22 +145,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.worker:
         print(json.dumps(worker(args.worker, args.budget, args.check)))
         return []
-    rows = []
-    for name in _cases(args.objectives):
-        big = name.startswith("k1000") or name.startswith(f"obj:{_big_objectives()}")
-        if (args.only and name != args.only) or (args.quick and big):
-            continue
-        cmd = [sys.executable, "-m", "benchmarks.failover_budget", "--worker", name, "--budget", args.budget]
-        cmd += ["--check"] * args.check
-        r = subprocess.run(cmd, check=True, capture_output=True, text=True)
-        rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
-        print(_row(rows[-1]), "\n   ", rows[-1]["note"], flush=True)
-    print("| " + " | ".join(HEAD) + " |")
-    print("|" + "---|" * len(HEAD))
-    for r in rows:
-        print(_row(r))
-    return rows
-
+    big = ("k1000", f"obj:{_big_objectives()}")
+    names = [name for name in _cases(args.objectives)
+             if (not args.only or name == args.only) and not (args.quick and name.startswith(big))]
+    worker_args = ["--budget", args.budget] + ["--check"] * args.check
+    return run_cases("benchmarks.failover_budget", names, worker_args, _row, HEAD, note=lambda r: r["note"])
 
 if __name__ == "__main__":
     main()

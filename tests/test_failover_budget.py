@@ -223,17 +223,10 @@ def test_rack_floor_applies_only_where_its_premise_holds():
 
 
 def chain(with_stage: bool, upto: str | None = None):
-    """flow_chain() with this stage after the per-topic budget (or without it), optionally cut after ``upto``."""
-    out = []
-    for s in flow_chain():
-        if s.name == FailoverBudget.name:
-            continue
-        out.append(s)
-        if s.name == "budget" and with_stage:
-            out.append(FailoverBudget())
-        if s.name == upto:
-            break
-    return out
+    """flow_chain() (the stage runs after the per-topic budget) or without the stage, optionally cut after ``upto``."""
+    names = [s.name for s in flow_chain()]
+    end = names.index(upto) + 1 if upto else len(names)
+    return [s for s in flow_chain()[:end] if with_stage or s.name != FailoverBudget.name]
 
 
 def planned(state: ClusterState, req: PlanRequest, stages) -> Context:

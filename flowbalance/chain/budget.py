@@ -131,5 +131,9 @@ def smallest_within(fewest_for, start: int, limit: int) -> int:
 
 def scope_replicas(ctx: Context) -> int:
     """Replicas of the partitions that may move (what a percentage budget is a percentage of)."""
-    r = ctx.resolved
+    return scope_of(ctx.resolved)
+
+
+def scope_of(r) -> int:
+    """``scope_replicas`` of a resolved request (``resolve.Resolved``)."""
     return int(np.asarray(r.target_rf)[r.movable].sum())

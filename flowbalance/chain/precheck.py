@@ -15,6 +15,7 @@ from ..failover_level import failover_level
 from ..model import ClusterState
 from ..resolve import Resolved, rows_on_removed
 from ..stages.failover_moves import rack_failover_floor
+from .budget import scope_of
 from ..targets import intervals, within
 
 
@@ -47,7 +48,7 @@ def meets_every_target(r: Resolved) -> bool:
 
 def budget_given(r: Resolved) -> bool:
     """Whether the request gives a move budget above 0 for its scope."""
-    return r.request.extra_moves_for(int(np.asarray(r.target_rf)[r.movable].sum())) > 0
+    return r.request.extra_moves_for(scope_of(r)) > 0
 
 
 def _counts_at_target(state: ClusterState, per_topic: bool, replicas_on: bool, bytes_only: bool) -> bool:
