@@ -2,11 +2,12 @@
 
 ``frontier(state, request, budgets=("0", "1%", "2%", "5%", "10%"))`` plans ``request`` once per budget
 (``per_topic_mode="spread"``, ``extra_moves=budget``) and once with ``per_topic_mode="strict"``: the fewest moves
-for count balance, what each budget buys in per-topic balance and failover, and what strict per-topic balance costs. Every
-point is a whole ``plan()`` (verified and certified), so each point's numbers are the ones ``flowbalance plan``
-prints for that request. A point the request cannot use (a budget with the template strategy, objective bytes,
-disk balance, or without the replicas stage; strict with per-topic balance off or the template strategy) is kept, marked unusable, with the reason, and planned not at all: the operator sees
-that the choice does not exist rather than a copy of another point.
+for count balance, what each budget buys in per-topic balance and failover, and what strict per-topic balance
+costs. Every point is a whole ``plan()`` (verified and certified), so each point's numbers are the ones
+``flowbalance plan`` prints for that request. A point the request cannot use (a budget with the template strategy,
+objective bytes, disk balance, or without the replicas stage; strict with per-topic balance off or the template
+strategy) is kept, marked unusable, with the reason, and planned not at all: the operator sees that the choice does
+not exist rather than a copy of another point.
 
 ``frontier_summary(f)`` is the plain dict ``flowbalance frontier --json`` prints (keys in docs/commands.md). It
 carries ``kind`` and the fingerprint of the cluster it was planned for (``cluster_fingerprint``), so that a saved
@@ -251,8 +252,9 @@ def point_fields(pt: FrontierPoint, scope: int, fewest: int | None) -> dict[str,
 def frontier_summary(f: Frontier) -> dict[str, Any]:
     """The frontier as plain data (``flowbalance frontier --json``): the current state's spreads once, then one
     entry per point in budget order (strict last). ``extra_moves_spent`` is a point's moves beyond the budget 0
-    plan's (the fewest moves for count balance); ``budget_note`` the certificate's notes on what the budget bought (per-topic part, then failover part)
-    (the worst excess over a topic's share: a budget can lower it without lowering the spread)."""
+    plan's (the fewest moves for count balance); ``budget_note`` the certificate's notes on what the budget bought,
+    per-topic part then failover part (the per-topic part names the worst excess over a topic's share: a budget can
+    lower it without lowering the spread)."""
     first = next(pt.plan for pt in f.points if pt.plan is not None)
     zero = next((pt.plan for pt in f.points if pt.label == "0" and pt.plan is not None), None)
     fewest = zero.changes.moves if zero is not None else None

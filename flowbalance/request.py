@@ -271,8 +271,8 @@ def _check_combinations(r: PlanRequest) -> None:
         for name, value, ok in (("strategy", r.strategy, "flow"), ("objective", r.objective, "moves"),
                                 ("balance", r.balance, "count")):
             if value != ok:
-                raise RequestError(("extra_moves", name), f"a move budget is spent on per-topic balance and failover with "
-                                                          f"{name} {ok} only (got {name} {value})", r.extra_moves)
+                raise RequestError(("extra_moves", name), "a move budget is spent on per-topic balance and failover "
+                                   f"with {name} {ok} only (got {name} {value})", r.extra_moves)
     if r.strategy == "template" and r.stages != STAGES:
         raise RequestError("stages", "the template strategy places and orders replicas together; stages applies to "
                            "the flow strategy", ",".join(r.stages))

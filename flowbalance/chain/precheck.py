@@ -30,8 +30,9 @@ def meets_every_target(r: Resolved) -> bool:
         if above_capacity(state) or (req.disk_balance and not disk_within(state, req.disk_tolerance)):
             return False
     # per-topic balance is a target when strict, or when a move budget is given to spend on it
-    budget = req.topics_after_moves and budget_given(r)
-    if not _counts_at_target(state, req.strict_per_topic or budget, replicas_on, req.balance == "bytes"):
+    budget = budget_given(r)
+    topics = req.strict_per_topic or (budget and req.topics_after_moves)
+    if not _counts_at_target(state, topics, replicas_on, req.balance == "bytes"):
         return False
     # every topic's leaders are a target only when topics are balanced strictly (the failover stage trades them)
     if "leaders" in req.stages and not leaders_balanced(state, req.strict_per_topic):
@@ -43,7 +44,7 @@ def meets_every_target(r: Resolved) -> bool:
     level = failover_level(state, r.movable)
     if not level.met:
         return False
-    return not (budget_given(r) and level.spread > max(1, rack_failover_floor(state, r.target_rf, r.movable) or 0))
+    return not (budget and level.spread > max(1, rack_failover_floor(state, r.target_rf, r.movable) or 0))
 
 
 def budget_given(r: Resolved) -> bool:

@@ -1,9 +1,9 @@
 """The stages of the chain, each a thin object over one module of ``flowbalance.stages`` / ``templates``.
 
-Flow strategy: replica counts → move budget (per-topic spread, then failover) → fewest bytes → disk → leaders → first followers → failover. Template
-strategy: templates → leaders → first followers (those two only when the templates left leaders uneven) →
-failover (keeping every topic's leaders within their intervals, as the templates lay them: the rotation order
-evens each topic's pairs, which is not always the most even failover).
+Flow strategy: replica counts → move budget (per-topic spread, then failover) → fewest bytes → disk → leaders →
+first followers → failover. Template strategy: templates → leaders → first followers (those two only when the
+templates left leaders uneven) → failover (keeping every topic's leaders within their intervals, as the
+templates lay them: the rotation order evens each topic's pairs, which is not always the most even failover).
 """
 from __future__ import annotations
 
@@ -250,7 +250,8 @@ def _template_note(res: TemplateResult) -> str:
 
 
 def flow_chain() -> tuple[Stage, ...]:
-    return (ReplicaCounts(), TopicBudget(), FailoverBudget(), FewestBytes(), Disk(), Leaders(), Followers(), Failover())
+    return (ReplicaCounts(), TopicBudget(), FailoverBudget(), FewestBytes(), Disk(), Leaders(), Followers(),
+            Failover())
 
 
 def template_chain() -> tuple[Stage, ...]:
