@@ -1,14 +1,29 @@
 """Stage 2: preferred leaders by reordering replica lists only (network B as a min-cost flow).
 
 Each movable partition sends one unit to one of its replicas (the new preferred leader): cost 0 for its current
-first replica, 1 for any other (one leadership change). Leaders per broker are soft intervals [floor, ceil] of each
+first replica, 1 for any other (one leadership change). Leaders per broker are intervals [floor, ceil] of each
 broker's share, per topic too (at lower priority), so the optimum balances leaders wherever the replica sets allow
 and then changes the fewest leaders. No replica moves: only the order changes.
+
+Solves, cheapest first; each later one runs only when the ones before it have no feasible flow:
+
+1. **hard**: every broker and every (topic, broker) interval met, the fewest changes (costs 0/1: fast);
+2. **each topic as even as it can be**: topics laid out on fewer brokers than they have partitions (clusters
+   grown over time) cannot meet ±1. Per topic, the least raise d_t of its ceilings that lets the topic alone give
+   every partition a leader (one max flow per raise, all topics at once: they are independent there); then (1)
+   with those ceilings, floors cut to the candidates a cell has (then dropped, if still infeasible). Each topic's
+   leaders then sit at most d_t above its ceiling on any broker, the least any choice gives that topic;
+3. **soft**: every interval soft, with priority penalties (broker, then topic, then changes). Its costs are large
+   and the solver's cost scaling runs many phases (minutes at 1,000,000 replicas): only when the replica sets
+   cannot balance the brokers' leaders within those ceilings.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
+from ..flow.maxflow import solve_max_flow
 from ..flow.mincost import solve_min_cost, try_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import PAD, ClusterState
@@ -16,74 +31,157 @@ from ..targets import intervals
 from .common import StageInput, penalties, share_intervals
 
 
+@dataclass(frozen=True)
+class _Problem:
+    """The candidates (movable partition, live replica) and the leader intervals the network enforces."""
+
+    Pm: int  # movable partitions
+    NL: int  # live brokers
+    rows: np.ndarray  # each candidate's movable row position
+    cols: np.ndarray  # its position in the replica list
+    lp: np.ndarray  # its broker's live position
+    cost: np.ndarray  # 0: the current leader, 1: a leadership change
+    key: np.ndarray  # its (topic, live broker) cell, topic-major (-1 everywhere without per-topic intervals)
+    lo: np.ndarray  # per live broker, less the leaders of partitions that may not move
+    hi: np.ndarray
+    cells: np.ndarray  # the (topic, broker) cells whose interval can bind (sorted); the others go straight on
+    cell_lo: np.ndarray
+    cell_hi: np.ndarray
+    cell_limit: np.ndarray  # the cell's topic's movable partitions (no cell takes more)
+    P: int  # all partitions (the soft solve's penalty scale)
+
+
 def balance_leaders(state: ClusterState, current_leader: np.ndarray, movable: np.ndarray, *,
                     per_topic: bool = True) -> np.ndarray:
     """New replica matrix with each movable partition's chosen leader moved to the front."""
     si = StageInput.of(state, movable)
-    b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
-    live = b.live
-    if Pm == 0:
+    if si.Pm == 0:
         return state.replicas
-    P = state.num_partitions
-    fixed = ~movable
-    fl = idx[fixed, 0]
-    fixed_l = np.bincount(fl[fl >= 0], minlength=N).astype(np.int64)
-    lo, hi = intervals(P, b.weight, live)
+    pb = _problem(state, si, movable, current_leader, per_topic)
+    pick = _choose(pb) > 0
+    new_col = np.zeros(pb.Pm, dtype=np.int64)
+    new_col[pb.rows[pick]] = pb.cols[pick]
+    return _to_front(state.replicas, si.mov, new_col)
 
-    sub = idx[mov]
-    K = sub.shape[1]
-    rows = np.repeat(np.arange(Pm), K)
-    cols = np.tile(np.arange(K), Pm)
-    bi = sub.ravel()
+
+def _problem(state: ClusterState, si: StageInput, movable: np.ndarray, current_leader: np.ndarray,
+             per_topic: bool) -> _Problem:
+    """Every candidate of the movable partitions, with the broker and (``per_topic``) cell intervals."""
+    b, idx, mov, NL = si.b, si.idx, si.mov, si.NL
+    fl = idx[~np.asarray(movable, bool), 0]
+    fixed_l = np.bincount(fl[fl >= 0], minlength=si.N).astype(np.int64)
+    lo, hi = intervals(state.num_partitions, b.weight, b.live)
+    K = idx.shape[1]
+    rows = np.repeat(np.arange(si.Pm), K)
+    cols = np.tile(np.arange(K), si.Pm)
+    bi = idx[mov].ravel()
     ok = bi != PAD
     rows, cols, bi = rows[ok], cols[ok], bi[ok]
-    lp = lpos[bi]
+    lp = si.lpos[bi]
     ok = lp >= 0
     rows, cols, bi, lp = rows[ok], cols[ok], bi[ok], lp[ok]
-    cost = np.where(b.ids[bi] == current_leader[mov][rows], 0, 1)
-    topics_m, tpos_of = np.unique(state.topic[mov], return_inverse=True)
-    Tm = len(topics_m)
-    pt = np.bincount(tpos_of, minlength=Tm).astype(np.int64)
+    cost = np.where(b.ids[bi] == current_leader[mov][rows], 0, 1).astype(np.int64)
+    key, cells = np.full(len(rows), -1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    cell_lo = cell_hi = cell_limit = cells
     if per_topic:
-        tlo, thi = share_intervals(pt, b.weight[live_idx])
-        # a (topic, broker) node matters only when its interval can bind: a floor above 0, or more candidate
-        # partitions than the ceiling; the others are left out and their arcs go straight to the broker
+        topics_m, tpos_of = np.unique(state.topic[mov], return_inverse=True)
+        pt = np.bincount(tpos_of, minlength=len(topics_m)).astype(np.int64)
+        tlo, thi = share_intervals(pt, b.weight[si.live_idx])
         key = tpos_of[rows] * NL + lp
-        need = (tlo > 0) | (np.bincount(key, minlength=Tm * NL) > thi)
-        tsel = np.flatnonzero(need)
+        # a cell matters only when its interval can bind: a floor above 0, or more candidates than the ceiling
+        cells = np.flatnonzero((tlo > 0) | (np.bincount(key, minlength=len(tlo)) > thi))
+        cell_lo, cell_hi, cell_limit = tlo[cells], thi[cells], pt[cells // NL]
+    live_idx = si.live_idx
+    return _Problem(si.Pm, NL, rows, cols, lp, cost, key, lo[live_idx] - fixed_l[live_idx],
+                    hi[live_idx] - fixed_l[live_idx], cells, cell_lo, cell_hi, cell_limit, state.num_partitions)
 
-    def build(hard: bool) -> tuple[Network, np.ndarray]:
-        net = Network()
-        pnode = net.nodes(Pm)
-        bnode = net.nodes(NL)
-        if per_topic:
-            tnode_of = np.full(Tm * NL, -1, dtype=np.int64)
-            tnode_of[tsel] = net.nodes(len(tsel))
-        sink = int(net.nodes(1)[0])
-        supply = np.zeros(net.num_nodes, dtype=np.int64)
-        supply[pnode] = 1
-        supply[sink] = -Pm
-        net.set_supply(supply)
-        pen_topic, pen_broker = (None, None) if hard else penalties(1, P, net.num_nodes, 2)
-        heads = np.where(tnode_of[key] >= 0, tnode_of[key], bnode[lp]) if per_topic else bnode[lp]
-        cand = net.add(pnode[rows], heads, 1, cost)
-        if per_topic:
-            convex_arcs(net, tnode_of[tsel], bnode[tsel % NL], tlo[tsel], thi[tsel], pt[tsel // NL], pen_topic)
-        convex_arcs(net, bnode, sink, lo[live_idx] - fixed_l[live_idx], hi[live_idx] - fixed_l[live_idx],
-                    np.full(NL, Pm, dtype=np.int64), pen_broker)
-        return net, cand
 
-    # hard intervals first (fast); soft priority penalties when not every interval can be met
-    net, cand = build(hard=True)
+def _choose(pb: _Problem) -> np.ndarray:
+    """The flow on each candidate: the first feasible of the module doc's solves."""
+    net, cand = _network(pb, pb.cost)
     res = try_min_cost(net)
-    if res is None:
-        net, cand = build(hard=False)
-        res = solve_min_cost(net)
-    flows = res[0]
-    pick = flows[cand] > 0
-    new_col = np.zeros(Pm, dtype=np.int64)
-    new_col[rows[pick]] = cols[pick]
-    out = state.replicas.copy()
+    if res is not None:
+        return res[0][cand]
+    if len(pb.cells):
+        raised = pb.cell_hi + _topic_raise(pb)[pb.cells // pb.NL]
+        available = np.bincount(np.searchsorted(pb.cells, pb.key[_in_cell(pb)]), minlength=len(pb.cells))
+        for floor in (np.minimum(pb.cell_lo, available), np.zeros_like(pb.cell_lo)):
+            net, cand = _network(replace(pb, cell_lo=floor, cell_hi=np.maximum(raised, floor)), pb.cost)
+            res = try_min_cost(net)
+            if res is not None:
+                return res[0][cand]
+    nodes = pb.Pm + pb.NL + len(pb.cells) + 1
+    net, cand = _network(pb, pb.cost, soft_levels=penalties(1, pb.P, nodes, 2))
+    return solve_min_cost(net)[0][cand]
+
+
+def _in_cell(pb: _Problem) -> np.ndarray:
+    """Candidates whose (topic, broker) cell is a selected one."""
+    if not len(pb.cells):
+        return np.zeros(len(pb.key), dtype=bool)
+    pos = np.minimum(np.searchsorted(pb.cells, pb.key), len(pb.cells) - 1)
+    return (pb.key >= 0) & (pb.cells[pos] == pb.key)
+
+
+def _topic_raise(pb: _Problem) -> np.ndarray:
+    """Per topic, the least d such that its partitions can all take a leader with every cell's ceiling raised by d
+    (the topic alone, brokers unconstrained: topics are independent there, so the least d is found for all of
+    them at once, one max flow per raise). A partition with a candidate outside the selected cells always has
+    one (such a cell never binds) and is left out."""
+    T = int(pb.cells.max()) // pb.NL + 1
+    inside = _in_cell(pb)
+    free = np.zeros(pb.Pm, dtype=bool)
+    free[pb.rows[~inside]] = True
+    sel = inside & ~free[pb.rows]
+    rows, cpos = pb.rows[sel], np.searchsorted(pb.cells, pb.key[sel])
+    need, prow = np.unique(rows, return_inverse=True)
+    cell_topic = pb.cells // pb.NL
+    row_topic = np.zeros(len(need), dtype=np.int64)
+    row_topic[prow] = cell_topic[cpos]
+    d = np.zeros(T, dtype=np.int64)
+    n_p, n_c = len(need), len(pb.cells)
+    source, sink = n_p + n_c, n_p + n_c + 1
+    tails = np.concatenate([np.full(n_p, source), prow, n_p + np.arange(n_c)])
+    heads = np.concatenate([np.arange(n_p), n_p + cpos, np.full(n_c, sink)])
+    while n_p:
+        caps = np.concatenate([np.ones(n_p + len(rows), dtype=np.int64), pb.cell_hi + d[cell_topic]])
+        flow, value = solve_max_flow(n_p + n_c + 2, tails, heads, caps, source, sink)
+        if value == n_p:
+            break
+        short = np.unique(row_topic[flow[:n_p] == 0])
+        d[short] += 1
+    return d
+
+
+def _network(pb: _Problem, cand_cost: np.ndarray, *, topic_penalty: int | None = None,
+             soft_levels: list[int] | None = None) -> tuple[Network, np.ndarray]:
+    """Partitions (supply 1) → their selected cell, or their broker → sink; returns (network, candidate arc ids).
+    Intervals are hard, except the cells' with ``topic_penalty`` (that cost per unit outside) and every one with
+    ``soft_levels`` (the [topic, broker] penalties)."""
+    net = Network()
+    pnode = net.nodes(pb.Pm)
+    bnode = net.nodes(pb.NL)
+    cnode = net.nodes(len(pb.cells))
+    sink = int(net.nodes(1)[0])
+    supply = np.zeros(net.num_nodes, dtype=np.int64)
+    supply[pnode] = 1
+    supply[sink] = -pb.Pm
+    net.set_supply(supply)
+    heads = bnode[pb.lp]
+    if len(pb.cells):
+        inside = _in_cell(pb)
+        heads = np.where(inside, cnode[np.minimum(np.searchsorted(pb.cells, pb.key), len(pb.cells) - 1)], heads)
+    pen_topic, pen_broker = soft_levels if soft_levels else (topic_penalty, None)
+    cand = net.add(pnode[pb.rows], heads, 1, cand_cost)
+    if len(pb.cells):
+        convex_arcs(net, cnode, bnode[pb.cells % pb.NL], pb.cell_lo, pb.cell_hi, pb.cell_limit, pen_topic)
+    convex_arcs(net, bnode, sink, pb.lo, pb.hi, np.full(pb.NL, pb.Pm, dtype=np.int64), pen_broker)
+    return net, cand
+
+
+def _to_front(replicas: np.ndarray, mov: np.ndarray, new_col: np.ndarray) -> np.ndarray:
+    """``replicas`` with each movable row's chosen column moved to the front (the others keep their order)."""
+    out = replicas.copy()
     for r in np.flatnonzero(new_col > 0).tolist():
         row = mov[r]
         lst = [int(x) for x in out[row] if x != PAD]
