@@ -42,6 +42,12 @@ def spec_of(state: ClusterState) -> o.Spec:
     return o.Spec(brokers, parts)
 
 
+def leader_spread(spec: o.Spec) -> int:
+    """Most minus fewest leaderships over the live brokers (unweighted)."""
+    counts = o.leader_counts(spec)
+    return max(counts[b] for b in spec.live) - min(counts[b] for b in spec.live)
+
+
 def worst_failover(spec: o.Spec) -> Fraction:
     return max((v[2] for v in o.broker_failover(spec).values()), default=Fraction(0))
 
@@ -271,6 +277,9 @@ def test_stage_in_the_chain_keeps_the_rules_and_never_worsens_failover(case, ext
     assert ev.worst_after == pytest.approx(float(worst_failover(s1)), abs=1e-6)
     assert ev.spent == o.compare(orig, s1).moves - o.compare(orig, s0).moves >= 0
     assert ev.text() in got.notes
+    # a kept swapped order goes straight to the failover stage; else stages 2 and 3 run on the new placement
+    assert ("leaders" in got.ran) == ("followers" in got.ran) == (not ev.order_kept)
+    assert leader_spread(s1) <= max(leader_spread(s0), 1)  # the kept order's leaders are as even as stage 2's
 
 
 def test_stage_lowers_the_worst_spread_on_a_kafka_placed_rf3_cluster_and_says_so():

@@ -9,9 +9,12 @@ RF 2 only placement can change failover at all. The stage asks the chain's own l
 2. swap replicas on that order where the worst rows need it (``spread_by_swaps``), within the moves left: the
    swaps that lower the order's worst spread level by level;
 3. run the later stages again on the swapped placement; keep it only when their worst spread is lower (or, for a
-   round that adds no moves, the brokers at it fewer). When they do not follow, try once more with every row at
-   the worst lowered that can be (``thorough``: more moves, more slack for the reordering stages). A kept round
-   starts another from there; else the plan stays as the last kept round left it (nothing spent when none was).
+   round that adds no moves, the brokers at it fewer). A swap keeps every leader, so the swapped order is still a
+   balanced one: first the failover stage alone starts from it (``order_kept``: the plan keeps that order and
+   stages 2 and 3 skip), else stages 2-4 run afresh. When neither follows, or the lean swaps stop at a row they
+   cannot help, try once more with every row at the worst lowered that can be (``thorough``: more moves, more
+   slack for the reordering). A kept round starts another from there; else the plan stays as the last kept round
+   left it (nothing spent when none was).
 
 The later stages are deterministic, so the chain reaches exactly the figures measured here; the note says what the
 moves bought (``a → b``, bound ``c → d``) and, with racks and RF at most the racks, the counting floor no placement
@@ -29,8 +32,9 @@ from ..certificate import count_targets, topic_excess
 from ..metrics import compare, rack_violations
 from ..model import ClusterState
 from ..stages.failover_moves import rack_failover_floor, spread_by_swaps, topic_cells
-from .base import ChainInvariantError, Context, Outcome, Stage, run_chain
+from .base import ChainInvariantError, Context, Invariant, Outcome, Stage, run_chain
 from .budget import scope_replicas
+from .precheck import leaders_balanced
 
 MAX_ROUNDS = 8  # swap rounds, each checked by the later stages (stopped at the first that does not help)
 ROUND_REPLICAS = 250_000  # rounds = this // replicas, within 1 .. MAX_ROUNDS (each runs stages 2-4 again)
@@ -54,6 +58,7 @@ class FailoverBudgetEvidence:
     rack_floor: int | None  # no placement under the rack rule goes below this (None: not applicable)
     checks: int  # runs of the later stages
     tried: int  # swaps tried in rounds the later stages did not confirm
+    order_kept: bool = False  # the plan keeps the swapped order: stages 2 and 3 do not run again (``order_kept``)
 
     @property
     def at_floor(self) -> bool:
@@ -103,51 +108,61 @@ class FailoverBudget(Stage):
             return Outcome(ctx.current.replicas, ev, (ev.text(),))
         best, ev = self._search(ctx, limit, moves_now, floor, budget)
         self._verify(ctx, best, limit)
-        return Outcome(best.replicas, ev, (ev.text(),))
+        kept = ()
+        if ev.order_kept and leaders_balanced(best, False):  # the swaps keep the failover stage's leaders
+            kept = (Invariant("leader balance", lambda s: leaders_balanced(s, False)),)
+        return Outcome(best.replicas, ev, (ev.text(),), kept)
 
     def _search(self, ctx: Context, limit: int, moves_now: int, floor: int | None, budget: int):
         """Rounds of swaps, each kept only when the later stages reach a lower (worst, brokers at it)."""
         r = ctx.resolved
         strict = count_targets(r.before, r.target_rf, r.movable, True)
-        placed, (ordered, res0) = ctx.current, self._later(ctx, ctx.current)
-        res, checks, swaps, same, tried = res0, 1, 0, 0, 0
+        placed, (ordered, res0) = ctx.current, self._later(ctx, ctx.current, False)
+        res, checks, swaps, same, tried, order_kept = res0, 1, 0, 0, 0, False
         rounds = max(1, min(MAX_ROUNDS, ROUND_REPLICAS // max(ctx.current.num_replicas, 1)))
         if floor is not None and res0.worst <= floor:
             rounds = 0  # at the counting floor: no placement has a lower worst
         for _ in range(rounds):
             left = limit - compare(r.before, placed).moves
             cells = topic_cells(ordered, r.movable, strict.topic_lo, strict.topic_hi)
-            step = None
+            step, lean = None, 0
             for thorough in (False, True):
                 found = spread_by_swaps(ordered, r.before, r.movable, left, cells, thorough=thorough)
-                if not found.swaps or (thorough and found.swaps == lean):
-                    break  # nothing lowers the order's worst (then neither does more), or nothing more to try
+                if not found.swaps or found.swaps == lean:
+                    continue  # nothing lowers the order's worst this way (or nothing more than the lean search)
                 lean = found.swaps
                 cand = ordered.with_replicas(found.replicas)
-                cand_ordered, cand_res = self._later(ctx, cand)
-                checks += 1
-                if _bought(res, cand_res, found.moves):
-                    step = (cand, cand_ordered, cand_res, found)
+                for keep_order in (True, False):
+                    cand_ordered, cand_res = self._later(ctx, cand, keep_order)
+                    checks += 1
+                    if _bought(res, cand_res, found.moves):
+                        step = (cand, cand_ordered, cand_res, found, keep_order)
+                        break
+                if step is not None:
                     break
                 tried += found.swaps
             if step is None:
                 break
-            placed, ordered, res, found = step
+            placed, ordered, res, found, order_kept = step
             swaps, same = swaps + found.swaps, same + found.same_topic
         spent = compare(r.before, placed).moves - moves_now
         ev = FailoverBudgetEvidence(budget, limit - moves_now, spent, swaps, same, res0.worst, res.worst,
-                                    res0.at_worst, res.at_worst, res0.bound, res.bound, floor, checks, tried)
+                                    res0.at_worst, res.at_worst, res0.bound, res.bound, floor, checks, tried,
+                                    order_kept)
         return placed, ev
 
-    def _later(self, ctx: Context, state: ClusterState):
+    def _later(self, ctx: Context, state: ClusterState, keep_order: bool):
         """The chain's stages after this one, run on a scratch copy of the context as the chain would run them:
-        (their final state, the failover stage's ``FailoverResult``)."""
+        (their final state, the failover stage's ``FailoverResult``). ``keep_order``: the swaps were made on the
+        failover stage's own order, which keeps every leader; without stages 2 and 3, stage 4 starts from it."""
         from .steps import flow_chain  # the chain module imports this one
 
         later = _after(flow_chain(), self.name)
         scratch = Context(ctx.resolved, ctx.metrics_before, ctx.moves_bound, current=state,
                           ran=list(ctx.ran) + [self.name], evidence=dict(ctx.evidence),
                           invariants={k: v for k, v in ctx.invariants.items() if k in self.keeps})
+        if keep_order:
+            scratch.evidence[self.name] = _Kept()  # as the chain will see this stage's evidence
         run_chain(scratch, later, lambda *a: None, 1, len(later))
         return scratch.current, scratch.evidence["failover"]
 
@@ -174,6 +189,19 @@ class FailoverBudget(Stage):
             problems.append("broker counts")
         if problems:
             raise ChainInvariantError(f"stage {self.name} broke {', '.join(problems)}")
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """Scratch evidence while a kept order is measured: what ``order_kept`` reads."""
+
+    order_kept: bool = True
+
+
+def order_kept(ctx: Context) -> bool:
+    """Whether the failover part of the budget kept the order its swaps were made on (stages 2 and 3 skip then,
+    so the failover stage starts from that order, as the budget measured it)."""
+    return bool(getattr(ctx.evidence.get(FailoverBudget.name), "order_kept", False))
 
 
 def _bought(old, new, moves: int) -> bool:

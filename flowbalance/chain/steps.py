@@ -25,7 +25,7 @@ from ..summary import format_bytes
 from ..templates.place import TemplateResult, place_by_templates
 from .base import Context, Invariant, Outcome, Stage
 from .budget import TopicBudget
-from .failover_budget import FailoverBudget
+from .failover_budget import FailoverBudget, order_kept
 from .failover_step import Failover
 from .precheck import leaders_balanced, must_change
 
@@ -175,7 +175,7 @@ class Leaders(Stage):
     def applies(self, ctx: Context) -> bool:
         if self.only_if_uneven:
             return "templates" in ctx.ran and not leaders_balanced(ctx.current, ctx.request.per_topic)
-        return "leaders" in ctx.request.stages
+        return "leaders" in ctx.request.stages and not order_kept(ctx)
 
     def run(self, ctx: Context) -> Outcome:
         cur, per_topic = ctx.current, ctx.request.per_topic
@@ -216,7 +216,7 @@ class Followers(Stage):
         if self.after_leaders_only:
             kept = getattr(ctx.evidence.get("templates"), "kept_input", False)
             return bool(ctx.ran) and (ctx.ran[-1] == "leaders" or kept)
-        return "followers" in ctx.request.stages
+        return "followers" in ctx.request.stages and not order_kept(ctx)
 
     def run(self, ctx: Context) -> Outcome:
         return Outcome(balance_followers(ctx.current, ctx.resolved.movable))

@@ -254,14 +254,18 @@ class _Search:
         return found
 
     def _receivers(self, f: int, surv: np.ndarray, V: np.ndarray) -> np.ndarray:
-        """The ``MAX_C`` survivors of lowest value, and with racks also the ``MAX_C`` lowest outside f's rack: f's
-        rack-mates are often the lowest of its row (f's partitions fail over to other racks) and, when the rack
-        rule keeps a partition's replicas apart, none of them may take a replica of a partition f leads."""
+        """The ``MAX_C`` survivors of lowest value, and with racks also the ``MAX_C`` lowest of every rack: under a
+        distinct-racks rule a replica of a partition f leads can only be replaced by a broker of the same rack, and
+        f's rack-mates, often the lowest of its row (f's partitions fail over to other racks), can take none."""
         order = surv[np.argsort(V[surv], kind="stable")]
         if not self.has_racks:
             return order[:MAX_C]
-        away = order[self.rack[order] != self.rack[f]][:MAX_C]
-        return np.unique(np.r_[order[:MAX_C], away])
+        rack = self.rack[order]
+        rank = np.empty(len(order), dtype=np.int64)  # position of each survivor among its rack's, lowest first
+        by_rack = np.argsort(rack, kind="stable")
+        starts = np.searchsorted(rack[by_rack], rack[by_rack])
+        rank[by_rack] = np.arange(len(order)) - starts
+        return np.unique(np.r_[order[:MAX_C], order[rank < MAX_C]])
 
     def _pick(self, f, worst, remaining, p, b, c, gain, cost_p, at_max, cross: bool) -> Swap | None:
         """Expand (p, b, c) candidates with every q that holds c behind its leader (same topic as p, or with
