@@ -37,7 +37,7 @@ from .budget import scope_replicas
 from .precheck import leaders_balanced
 
 MAX_ROUNDS = 8  # swap rounds, each checked by the later stages (stopped at the first that does not help)
-ROUND_REPLICAS = 250_000  # rounds = this // replicas, within 1 .. MAX_ROUNDS (each runs stages 2-4 again)
+ROUND_REPLICAS = 4_000_000  # rounds = this // replicas, within 1 .. MAX_ROUNDS (4 at 1,000,000 replicas)
 
 
 @dataclass(frozen=True)
