@@ -182,6 +182,21 @@ def test_leaders_per_topic_as_even_as_each_topic_allows_when_not_within_one(stat
         assert leader_choice_exists(live, topics, leaders, raise_of, True)
 
 
+def test_leaders_of_a_topic_crowded_on_two_brokers_need_a_large_raise():
+    """Topic a: 40 partitions on brokers 10 and 11 only (ceiling 4 of 10 brokers: raise 16); topic b: 160 on the
+    other 8 (ceiling 16: raise 4), its leaders all on broker 12. Every broker can lead exactly 20, and does."""
+    ids = list(range(10, 20))
+    rows = [[10, 11] if i % 2 else [11, 10] for i in range(40)]
+    rows += [[12, 13 + i % 7] for i in range(160)]
+    topics = ["a"] * 40 + ["b"] * 160
+    state = ClusterState.build(Brokers.build(ids, None), topics, list(range(40)) + list(range(160)), np.array(rows))
+    out = Leaders().run(context(state, per_topic=True))
+    leaders = Counter((t, r[0]) for t, r in zip(topics, rows_of(out.replicas)))
+    assert all(leaders["a", b] == 20 for b in (10, 11))
+    assert all(leaders["b", b] == 20 for b in ids[2:])
+    assert [inv.name for inv in out.establishes] == ["leader balance"]
+
+
 @SETTINGS
 @given(tiny_cluster(max_brokers=6, max_parts=8), st.booleans())
 def test_followers_changes_neither_leaders_nor_replica_sets(state, per_topic):

@@ -125,9 +125,10 @@ def _in_cell(pb: _Problem) -> np.ndarray:
 
 def _topic_raise(pb: _Problem) -> np.ndarray:
     """Per topic, the least d such that its partitions can all take a leader with every cell's ceiling raised by d
-    (the topic alone, brokers unconstrained: topics are independent there, so the least d is found for all of
-    them at once, one max flow per raise). A partition with a candidate outside the selected cells always has
-    one (such a cell never binds) and is left out."""
+    (the topic alone, brokers unconstrained). Topics are independent there, so one max flow answers a trial d for
+    every topic at once: the first trial is the counting bound (enough room in the topic's cells), usually the
+    answer; topics that it does not serve are bisected between it and their partition count (always enough).
+    A partition with a candidate outside the selected cells always has one (such a cell never binds): left out."""
     T = int(pb.cells.max()) // pb.NL + 1
     inside = _in_cell(pb)
     free = np.zeros(pb.Pm, dtype=bool)
@@ -138,26 +139,33 @@ def _topic_raise(pb: _Problem) -> np.ndarray:
     cell_topic = pb.cells // pb.NL
     row_topic = np.zeros(len(need), dtype=np.int64)
     row_topic[prow] = cell_topic[cpos]
-    d = np.zeros(T, dtype=np.int64)
     n_p, n_c = len(need), len(pb.cells)
+    parts = np.bincount(row_topic, minlength=T)
+    room = np.bincount(cell_topic, weights=pb.cell_hi, minlength=T).astype(np.int64)
+    width = np.maximum(np.bincount(cell_topic, minlength=T), 1)
+    lo = np.maximum(-(-(parts - room) // width), 0) - 1  # every d <= lo is too small (counting); -1: none known
+    hi = np.maximum(parts, lo + 1)  # enough: every cell can take all of its topic's partitions
+    trial = lo + 1
     source, sink = n_p + n_c, n_p + n_c + 1
     tails = np.concatenate([np.full(n_p, source), prow, n_p + np.arange(n_c)])
     heads = np.concatenate([np.arange(n_p), n_p + cpos, np.full(n_c, sink)])
     while n_p:
-        caps = np.concatenate([np.ones(n_p + len(rows), dtype=np.int64), pb.cell_hi + d[cell_topic]])
-        flow, value = solve_max_flow(n_p + n_c + 2, tails, heads, caps, source, sink)
-        if value == n_p:
+        caps = np.concatenate([np.ones(n_p + len(rows), dtype=np.int64), pb.cell_hi + trial[cell_topic]])
+        flow, _ = solve_max_flow(n_p + n_c + 2, tails, heads, caps, source, sink)
+        short = np.zeros(T, dtype=bool)
+        short[row_topic[flow[:n_p] == 0]] = True
+        hi = np.where(short, hi, np.minimum(hi, trial))
+        lo = np.where(short, np.maximum(lo, trial), lo)
+        if (hi - lo <= 1).all():
             break
-        short = np.unique(row_topic[flow[:n_p] == 0])
-        d[short] += 1
-    return d
+        trial = np.where(hi - lo > 1, (lo + hi) // 2, hi)
+    return hi
 
 
-def _network(pb: _Problem, cand_cost: np.ndarray, *, topic_penalty: int | None = None,
+def _network(pb: _Problem, cand_cost: np.ndarray, *,
              soft_levels: list[int] | None = None) -> tuple[Network, np.ndarray]:
     """Partitions (supply 1) → their selected cell, or their broker → sink; returns (network, candidate arc ids).
-    Intervals are hard, except the cells' with ``topic_penalty`` (that cost per unit outside) and every one with
-    ``soft_levels`` (the [topic, broker] penalties)."""
+    Intervals are hard, or with ``soft_levels`` every one soft (the [topic, broker] penalties)."""
     net = Network()
     pnode = net.nodes(pb.Pm)
     bnode = net.nodes(pb.NL)
@@ -171,7 +179,7 @@ def _network(pb: _Problem, cand_cost: np.ndarray, *, topic_penalty: int | None =
     if len(pb.cells):
         inside = _in_cell(pb)
         heads = np.where(inside, cnode[np.minimum(np.searchsorted(pb.cells, pb.key), len(pb.cells) - 1)], heads)
-    pen_topic, pen_broker = soft_levels if soft_levels else (topic_penalty, None)
+    pen_topic, pen_broker = soft_levels if soft_levels else (None, None)
     cand = net.add(pnode[pb.rows], heads, 1, cand_cost)
     if len(pb.cells):
         convex_arcs(net, cnode, bnode[pb.cells % pb.NL], pb.cell_lo, pb.cell_hi, pb.cell_limit, pen_topic)
