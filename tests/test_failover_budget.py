@@ -295,3 +295,29 @@ def test_stage_lowers_the_worst_spread_on_a_kafka_placed_rf3_cluster_and_says_so
                            f"worst spread {float(w0):g} → {float(w1):g} (bound ")
     again = planned(state, req, chain(True))
     assert np.array_equal(again.current.replicas, got.current.replicas)
+
+
+@pytest.mark.parametrize("case", [0, 1, 3])
+def test_later_stages_are_replayed_from_the_budgets_own_run_not_run_again(case, monkeypatch):
+    """The stages after the budget were already run on the kept placement (its last check): the chain takes their
+    outcomes instead of running them again, and the plan is the same as when it does run them."""
+    import flowbalance.chain.base as base
+    import flowbalance.chain.steps as steps
+
+    gen, fields = KAFKA[case]
+    state = generate_cluster(layout="kafka", seed=case + 3, **gen)
+    req = PlanRequest(**fields, extra_moves="2%")
+    calls = []
+    real_leaders = steps.balance_leaders
+    monkeypatch.setattr(steps, "balance_leaders", lambda *a, **k: calls.append(1) or real_leaders(*a, **k))
+    replayed = planned(state, req, chain(True))
+    n_replayed = len(calls)
+    calls.clear()
+    real_run = base._run
+    monkeypatch.setattr(base, "_run", lambda stage, ctx: stage.run(ctx))  # no replay: every stage runs again
+    again = planned(state, req, chain(True))
+    monkeypatch.setattr(base, "_run", real_run)
+    assert np.array_equal(replayed.current.replicas, again.current.replicas)
+    assert replayed.notes == again.notes
+    ran_leaders = "leaders" in replayed.ran
+    assert n_replayed == len(calls) - ran_leaders

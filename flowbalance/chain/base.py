@@ -8,6 +8,7 @@ in a stage: ``ChainInvariantError`` is raised and nothing is written.
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -42,6 +43,9 @@ class Outcome:
     evidence: Any = None
     notes: tuple[str, ...] = ()
     establishes: tuple[Invariant, ...] = ()
+    # the outcomes of the reordering stages after this one, already computed on these replicas in a scratch run
+    # (``Context.replay``): the chain takes them instead of running those stages again
+    replay: dict | None = None
 
 
 @dataclass(eq=False)
@@ -60,6 +64,9 @@ class Context:
     # solves shared by plans of the same state, request (but for its move budget) and held partitions: the
     # frontier plans one request at several budgets, and stage 1 and each budget slack solve the same network
     memo: dict[Any, Any] | None = None
+    # outcomes of reordering stages by (stage, stages run before it, the replicas it started from): recorded by a
+    # scratch run (a dict), replayed by the chain once a stage hands them on (``Outcome.replay``); None: neither
+    replay: dict[Any, Outcome] | None = None
 
     def __post_init__(self) -> None:
         if self.current is None:
@@ -125,7 +132,7 @@ def run_chain(ctx: Context, stages: Sequence[Stage], progress: Progress, first_s
         progress(first_step + i, of, stage.label)
         t = time.perf_counter()
         kept = stage.kept(ctx)
-        out = stage.run(ctx)
+        out = _run(stage, ctx)
         new = ctx.current.with_replicas(out.replicas)
         check_stage(stage, ctx.current, new, ctx.invariants, kept)
         ctx.current = new
@@ -138,4 +145,18 @@ def run_chain(ctx: Context, stages: Sequence[Stage], progress: Progress, first_s
         # established for the stages after it
         ctx.invariants = {k: v for k, v in ctx.invariants.items() if k in kept}
         ctx.invariants.update((inv.name, inv) for inv in out.establishes)
+        if out.replay is not None:
+            ctx.replay = out.replay
     return ctx
+
+
+def _run(stage: Stage, ctx: Context) -> Outcome:
+    """``stage.run(ctx)``; for a reordering stage (its outcome depends only on the request and the replicas it
+    starts from, after the same stages) recorded in, or replayed from, ``ctx.replay``."""
+    if ctx.replay is None or stage.changes_sets:
+        return stage.run(ctx)
+    digest = hashlib.blake2b(np.ascontiguousarray(ctx.current.replicas).tobytes(), digest_size=16).digest()
+    key = (stage.name, tuple(ctx.ran), ctx.current.replicas.shape, digest)
+    if key not in ctx.replay:
+        ctx.replay[key] = stage.run(ctx)
+    return ctx.replay[key]

@@ -106,18 +106,18 @@ class FailoverBudget(Stage):
         if limit - moves_now <= 0:
             ev = FailoverBudgetEvidence(budget, limit - moves_now, 0, 0, 0, 0, 0, 0, 0, 0, 0, floor, 0, 0)
             return Outcome(ctx.current.replicas, ev, (ev.text(),))
-        best, ev = self._search(ctx, limit, moves_now, floor, budget)
+        best, ev, replay = self._search(ctx, limit, moves_now, floor, budget)
         self._verify(ctx, best, limit)
         kept = ()
         if ev.order_kept and leaders_balanced(best, False):  # the swaps keep the failover stage's leaders
             kept = (Invariant("leader balance", lambda s: leaders_balanced(s, False)),)
-        return Outcome(best.replicas, ev, (ev.text(),), kept)
+        return Outcome(best.replicas, ev, (ev.text(),), kept, replay)
 
     def _search(self, ctx: Context, limit: int, moves_now: int, floor: int | None, budget: int):
         """Rounds of swaps, each kept only when the later stages reach a lower (worst, brokers at it)."""
         r = ctx.resolved
         strict = count_targets(r.before, r.target_rf, r.movable, True)
-        placed, (ordered, res0) = ctx.current, self._later(ctx, ctx.current, False)
+        placed, (ordered, res0, replay) = ctx.current, self._later(ctx, ctx.current, False)
         res, checks, swaps, same, tried, order_kept = res0, 1, 0, 0, 0, False
         rounds = max(1, min(MAX_ROUNDS, ROUND_REPLICAS // max(ctx.current.num_replicas, 1)))
         if floor is not None and res0.worst <= floor:
@@ -133,38 +133,39 @@ class FailoverBudget(Stage):
                 lean = found.swaps
                 cand = ordered.with_replicas(found.replicas)
                 for keep_order in (True, False):
-                    cand_ordered, cand_res = self._later(ctx, cand, keep_order)
+                    cand_ordered, cand_res, cand_replay = self._later(ctx, cand, keep_order)
                     checks += 1
                     if _bought(res, cand_res, found.moves):
-                        step = (cand, cand_ordered, cand_res, found, keep_order)
+                        step = (cand, cand_ordered, cand_res, found, keep_order, cand_replay)
                         break
                 if step is not None:
                     break
                 tried += found.swaps
             if step is None:
                 break
-            placed, ordered, res, found, order_kept = step
+            placed, ordered, res, found, order_kept, replay = step
             swaps, same = swaps + found.swaps, same + found.same_topic
         spent = compare(r.before, placed).moves - moves_now
         ev = FailoverBudgetEvidence(budget, limit - moves_now, spent, swaps, same, res0.worst, res.worst,
                                     res0.at_worst, res.at_worst, res0.bound, res.bound, floor, checks, tried,
                                     order_kept)
-        return placed, ev
+        return placed, ev, replay
 
     def _later(self, ctx: Context, state: ClusterState, keep_order: bool):
         """The chain's stages after this one, run on a scratch copy of the context as the chain would run them:
-        (their final state, the failover stage's ``FailoverResult``). ``keep_order``: the swaps were made on the
-        failover stage's own order, which keeps every leader; without stages 2 and 3, stage 4 starts from it."""
+        (their final state, the failover stage's ``FailoverResult``, their outcomes for the chain to replay if
+        this placement is kept). ``keep_order``: the swaps were made on the failover stage's own order, which keeps
+        every leader; without stages 2 and 3, stage 4 starts from it."""
         from .steps import flow_chain  # the chain module imports this one
 
         later = _after(flow_chain(), self.name)
         scratch = Context(ctx.resolved, ctx.metrics_before, ctx.moves_bound, current=state,
                           ran=list(ctx.ran) + [self.name], evidence=dict(ctx.evidence),
-                          invariants={k: v for k, v in ctx.invariants.items() if k in self.keeps})
+                          invariants={k: v for k, v in ctx.invariants.items() if k in self.keeps}, replay={})
         if keep_order:
             scratch.evidence[self.name] = _Kept()  # as the chain will see this stage's evidence
         run_chain(scratch, later, lambda *a: None, 1, len(later))
-        return scratch.current, scratch.evidence["failover"]
+        return scratch.current, scratch.evidence["failover"], scratch.replay
 
     def _verify(self, ctx: Context, after: ClusterState, limit: int) -> None:
         """The hard rules, checked on the result (a miss is a bug in the swaps)."""
