@@ -41,7 +41,7 @@ class _Problem:
     cols: np.ndarray  # its position in the replica list
     lp: np.ndarray  # its broker's live position
     cost: np.ndarray  # 0: the current leader, 1: a leadership change
-    key: np.ndarray  # its (topic, live broker) cell, topic-major (-1 everywhere without per-topic intervals)
+    cell: np.ndarray  # its position in ``cells``, -1 when its (topic, broker) cell is not a selected one
     lo: np.ndarray  # per live broker, less the leaders of partitions that may not move
     hi: np.ndarray
     cells: np.ndarray  # the (topic, broker) cells whose interval can bind (sorted); the others go straight on
@@ -81,7 +81,7 @@ def _problem(state: ClusterState, si: StageInput, movable: np.ndarray, current_l
     ok = lp >= 0
     rows, cols, bi, lp = rows[ok], cols[ok], bi[ok], lp[ok]
     cost = np.where(b.ids[bi] == current_leader[mov][rows], 0, 1).astype(np.int64)
-    key, cells = np.full(len(rows), -1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    cell, cells = np.full(len(rows), -1, dtype=np.int64), np.zeros(0, dtype=np.int64)
     cell_lo = cell_hi = cell_limit = cells
     if per_topic:
         topics_m, tpos_of = np.unique(state.topic[mov], return_inverse=True)
@@ -91,8 +91,10 @@ def _problem(state: ClusterState, si: StageInput, movable: np.ndarray, current_l
         # a cell matters only when its interval can bind: a floor above 0, or more candidates than the ceiling
         cells = np.flatnonzero((tlo > 0) | (np.bincount(key, minlength=len(tlo)) > thi))
         cell_lo, cell_hi, cell_limit = tlo[cells], thi[cells], pt[cells // NL]
+        pos = np.minimum(np.searchsorted(cells, key), max(len(cells) - 1, 0))
+        cell = np.where((cells[pos] == key) if len(cells) else False, pos, -1)
     live_idx = si.live_idx
-    return _Problem(si.Pm, NL, rows, cols, lp, cost, key, lo[live_idx] - fixed_l[live_idx],
+    return _Problem(si.Pm, NL, rows, cols, lp, cost, cell, lo[live_idx] - fixed_l[live_idx],
                     hi[live_idx] - fixed_l[live_idx], cells, cell_lo, cell_hi, cell_limit, state.num_partitions)
 
 
@@ -104,7 +106,7 @@ def _choose(pb: _Problem) -> np.ndarray:
         return res[0][cand]
     if len(pb.cells):
         raised = pb.cell_hi + _topic_raise(pb)[pb.cells // pb.NL]
-        available = np.bincount(np.searchsorted(pb.cells, pb.key[_in_cell(pb)]), minlength=len(pb.cells))
+        available = np.bincount(pb.cell[pb.cell >= 0], minlength=len(pb.cells))
         for floor in (np.minimum(pb.cell_lo, available), np.zeros_like(pb.cell_lo)):
             net, cand = _network(replace(pb, cell_lo=floor, cell_hi=np.maximum(raised, floor)), pb.cost)
             res = try_min_cost(net)
@@ -115,14 +117,6 @@ def _choose(pb: _Problem) -> np.ndarray:
     return solve_min_cost(net)[0][cand]
 
 
-def _in_cell(pb: _Problem) -> np.ndarray:
-    """Candidates whose (topic, broker) cell is a selected one."""
-    if not len(pb.cells):
-        return np.zeros(len(pb.key), dtype=bool)
-    pos = np.minimum(np.searchsorted(pb.cells, pb.key), len(pb.cells) - 1)
-    return (pb.key >= 0) & (pb.cells[pos] == pb.key)
-
-
 def _topic_raise(pb: _Problem) -> np.ndarray:
     """Per topic, the least d such that its partitions can all take a leader with every cell's ceiling raised by d
     (the topic alone, brokers unconstrained). Topics are independent there, so one max flow answers a trial d for
@@ -130,11 +124,11 @@ def _topic_raise(pb: _Problem) -> np.ndarray:
     answer; topics that it does not serve are bisected between it and their partition count (always enough).
     A partition with a candidate outside the selected cells always has one (such a cell never binds): left out."""
     T = int(pb.cells.max()) // pb.NL + 1
-    inside = _in_cell(pb)
+    inside = pb.cell >= 0
     free = np.zeros(pb.Pm, dtype=bool)
     free[pb.rows[~inside]] = True
     sel = inside & ~free[pb.rows]
-    rows, cpos = pb.rows[sel], np.searchsorted(pb.cells, pb.key[sel])
+    rows, cpos = pb.rows[sel], pb.cell[sel]
     need, prow = np.unique(rows, return_inverse=True)
     cell_topic = pb.cells // pb.NL
     row_topic = np.zeros(len(need), dtype=np.int64)
@@ -175,10 +169,7 @@ def _network(pb: _Problem, cand_cost: np.ndarray, *,
     supply[pnode] = 1
     supply[sink] = -pb.Pm
     net.set_supply(supply)
-    heads = bnode[pb.lp]
-    if len(pb.cells):
-        inside = _in_cell(pb)
-        heads = np.where(inside, cnode[np.minimum(np.searchsorted(pb.cells, pb.key), len(pb.cells) - 1)], heads)
+    heads = np.where(pb.cell >= 0, cnode[np.maximum(pb.cell, 0)] if len(pb.cells) else 0, bnode[pb.lp])
     pen_topic, pen_broker = soft_levels if soft_levels else (None, None)
     cand = net.add(pnode[pb.rows], heads, 1, cand_cost)
     if len(pb.cells):
