@@ -146,6 +146,9 @@ def main() -> None:
     from .scale import CASES
 
     ap.add_argument("--only", default=None, choices=sorted(CASES), help="with scale: run one case")
+    ap.add_argument("--modes", default="default", help="with scale: request modes, comma list of default, strict, "
+                    "no-per-topic")
+    ap.add_argument("--series", action="store_true", help="with scale: the scaling series 100k..3M instead")
     ap.add_argument("--quick", action="store_true", default=bool(os.environ.get("FLOWBALANCE_BENCH_QUICK")),
                     help="with bytes: only the smallest cluster (a smoke test; or FLOWBALANCE_BENCH_QUICK=1)")
     ap.add_argument("--out", default=os.environ.get("FLOWBALANCE_BENCH_DIR", str(Path(tempfile.gettempdir()) / "flowbalance-bench")))
@@ -158,7 +161,7 @@ def main() -> None:
     if args.what in ("scale", "all"):
         from .scale import bench_scale
 
-        bench_scale(out, args.only)
+        bench_scale(out, args.only, tuple(args.modes.split(",")), args.series)
     if args.what in ("scenarios", "all"):
         bench_scenarios()
     if args.what in ("strategies", "all"):

@@ -1,6 +1,9 @@
 """Scale benchmark: seven clusters, each planned in its own process so that peak memory is that case's alone.
 
-    python -m benchmarks scale [--out DIR] [--only NAME]
+    python -m benchmarks scale [--out DIR] [--only NAME] [--modes default,strict,no-per-topic] [--series]
+
+``--modes`` plans every case again in each request mode; ``--series`` runs the scaling series instead (the same
+skewed layout at 100k / 300k / 1M / 3M replicas) and prints the fitted exponent of time and memory.
 
 Each case's input is written once by ``flowbalance generate`` (cached in DIR). The worker then times every
 step: read + parse + validate the assignment JSON, load (broker file), stage 1 / 2 / 3, verification, metrics and
@@ -45,6 +48,13 @@ CASES = {
          "1000", "--partitions", "333-334", "--rf", "3", "--seed", "1"], {}, []),
 }
 HEADLINE = "add-10-to-990"
+# the scaling series: the same layout (skewed, RF 3, about 1,000 replicas per broker) at four sizes
+SERIES = {n: (["--brokers", str(n // 1000), "--topics", str(n // 1000), "--partitions", "333-334", "--rf", "3",
+               "--skew", "0.3", "--seed", "1"], {}, []) for n in (100_000, 300_000, 1_000_000, 3_000_000)}
+for _n, _case in SERIES.items():
+    CASES[f"series-{_n // 1000}k"] = _case
+# request modes, each case planned again in each (``--modes``): plan keyword arguments
+MODES = {"default": {}, "strict": {"per_topic_mode": "strict"}, "no-per-topic": {"per_topic": False}}
 
 
 def _peak_mib() -> float:
@@ -72,7 +82,7 @@ def _watch_stages(peaks: dict) -> None:
     """Wrap the planner's stage functions so that each records its own peak RSS."""
     import flowbalance.chain.steps as planmod  # the stage objects call these by module-level name
 
-    for stage, name in (("replicas", "balance_replicas"), ("replicas", "balance_direct"),
+    for stage, name in (("replicas", "balance_replicas"),
                         ("leaders", "balance_leaders"), ("followers", "balance_followers")):
         real = getattr(planmod, name)
 
@@ -96,14 +106,14 @@ def ensure_input(root: Path, name: str) -> Path:
     return d
 
 
-def worker(name: str, d: Path) -> dict:
-    """Plan one case in this process; return the figures."""
+def worker(name: str, d: Path, mode: str = "default") -> dict:
+    """Plan one case in this process (in one request mode); return the figures."""
     from flowbalance.formats.reassignment import read_reassignment_json
     from flowbalance.formats.writers import reassignment_json, write_atomic
     from flowbalance.load import load_cluster, read_text
     from flowbalance.planner import plan
 
-    out: dict = {"case": name}
+    out: dict = {"case": name, "mode": mode}
     t = time.perf_counter()
     text = read_text(d / "assignment.json")
     read_reassignment_json(text, "assignment.json")
@@ -117,7 +127,7 @@ def worker(name: str, d: Path) -> dict:
     stage_peaks: dict = {}
     _watch_stages(stage_peaks)
     t = time.perf_counter()
-    p = plan(state, **CASES[name][1])
+    p = plan(state, **CASES[name][1], **MODES[mode])
     out["plan_s"] = time.perf_counter() - t
     out["stage_peak_mib"] = stage_peaks
     out["stages_s"] = {k: round(v, 3) for k, v in p.seconds.items()}
@@ -133,51 +143,94 @@ def worker(name: str, d: Path) -> dict:
                spreads_after=[p.metrics_after.replica_spread, p.metrics_after.topic.spread,
                               p.metrics_after.leader_spread],
                failover_worst=[p.metrics_before.failover.worst[1], p.metrics_after.failover.worst[1]],
-               peak_mib=max([round(_peak_mib()), *stage_peaks.values(), out["load_peak_mib"]]))
+               peak_mib=max([round(_peak_mib()), *stage_peaks.values(), out["load_peak_mib"]]),
+               stage1=_stage1_network(c.notes),
+               fallback=any("full keep network" in n for n in c.notes))
     out["total_s"] = out["load_s"] + out["plan_s"] + out["write_s"]  # load includes the parse
     return out
 
 
-def bench_scale(root: Path, only: str | None = None) -> list[dict]:
+def _stage1_network(notes) -> str:
+    """Which stage-1 network the plan's notes name (split, pooled, full keep), or "-"."""
+    for n in notes:
+        for net in ("split", "pooled", "full keep"):
+            if n.startswith(f"stage 1: {net} network"):
+                return net
+    return "-"
+
+
+def bench_scale(root: Path, only: str | None = None, modes: tuple[str, ...] = ("default",),
+                series: bool = False) -> list[dict]:
     rows = []
-    for name in CASES:
+    names = [n for n in CASES if not n.startswith("series-")] if not series else []
+    names += [n for n in CASES if n.startswith("series-")] if (series or only) else []
+    for name in names:
         if only and name != only:
             continue
         d = ensure_input(root, name)
-        r = subprocess.run([sys.executable, "-m", "benchmarks.scale", name, str(d)], check=True,
-                           capture_output=True, text=True)
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-        rows.append(res)
-        s = res["stages_s"]
-        print(f"{name}: {res['replicas']:,} replicas on {res['brokers']:,} brokers | parse {res['parse_s']:.2f} s, "
-              f"load {res['load_s']:.2f} s, stage 1 {s.get('replicas', 0):.2f} s, stage 2 {s.get('leaders', 0):.2f} s, "
-              f"stage 3 {s.get('followers', 0):.2f} s, plan total {res['plan_s']:.2f} s, write {res['write_s']:.2f} s "
-              f"| total {res['total_s']:.2f} s, peak {res['peak_mib']:,} MiB (load {res['load_peak_mib']:,}, stages "
-              f"{res['stage_peak_mib']}) | moves {res['moves']:,}, "
-              f"M* {res['m_star']:,}, bound {res['lower_bound']:,}, proven {res['proven']} ({res['reason']})",
-              flush=True)
-    head = ("case", "replicas", "load s (parse)", "stage 1 s", "stage 2 s", "stage 3 s", "plan s", "total s",
-            "peak MiB (load / stage 1 / 2 / 3)", "moves", "M*", "bound", "proven")
+        for mode in modes:
+            r = subprocess.run([sys.executable, "-m", "benchmarks.scale", name, str(d), mode], check=True,
+                               capture_output=True, text=True)
+            rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
+            _print_row(rows[-1])
+    _print_table(rows)
+    if series:
+        _print_exponents([r for r in rows if r["case"].startswith("series-") and r["mode"] == "default"])
+    if only in (None, HEADLINE) and not series:
+        _end_to_end(root)
+    return rows
+
+
+def _print_exponents(rows: list[dict]) -> None:
+    """Least-squares exponent of time and of peak memory against replicas (log-log): 1 means linear."""
+    import math
+
+    if len(rows) < 2:
+        return
+    x = [math.log(r["replicas"]) for r in rows]
+    for key, label in (("plan_s", "plan time"), ("peak_mib", "peak memory")):
+        y = [math.log(max(r[key], 1e-6)) for r in rows]
+        mx, my = sum(x) / len(x), sum(y) / len(y)
+        slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+        print(f"scaling exponent of {label} in replicas: {slope:.2f}", flush=True)
+
+
+def _print_row(res: dict) -> None:
+    s = res["stages_s"]
+    print(f"{res['case']} [{res['mode']}]: {res['replicas']:,} replicas on {res['brokers']:,} brokers | parse "
+          f"{res['parse_s']:.2f} s, load {res['load_s']:.2f} s, stages {s} | plan total {res['plan_s']:.2f} s, write "
+          f"{res['write_s']:.2f} s | total {res['total_s']:.2f} s, peak {res['peak_mib']:,} MiB (load "
+          f"{res['load_peak_mib']:,}, stages {res['stage_peak_mib']}) | stage 1: {res['stage1']} network"
+          f"{' (FALLBACK)' if res['fallback'] else ''} | moves {res['moves']:,}, M* {res['m_star']:,}, bound "
+          f"{res['lower_bound']:,}, proven {res['proven']} ({res['reason']})", flush=True)
+
+
+def _print_table(rows: list[dict]) -> None:
+    head = ("case", "mode", "replicas", "load s (parse)", "stage 1 s", "stage 2 s", "stage 3 s", "failover s",
+            "plan s", "total s", "peak MiB", "stage 1 network", "moves", "bound", "proven")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
         s = r["stages_s"]
         print("| " + " | ".join(str(x) for x in (
-            r["case"], f"{r['replicas']:,}", f"{r['load_s']:.2f} ({r['parse_s']:.2f})", f"{s.get('replicas', 0):.2f}",
-            f"{s.get('leaders', 0):.2f}", f"{s.get('followers', 0):.2f}", f"{r['plan_s']:.2f}",
-            f"{r['total_s']:.2f}",
-            f"{r['peak_mib']:,} ({r['load_peak_mib']:,} / " + " / ".join(
-                f"{r['stage_peak_mib'].get(k, 0):,}" for k in ("replicas", "leaders", "followers")) + ")", f"{r['moves']:,}", f"{r['m_star']:,}",
-            f"{r['lower_bound']:,}", "yes" if r["proven"] else "no")) + " |")
-    if only in (None, HEADLINE):
-        d = ensure_input(root, HEADLINE)
-        cmd = [sys.executable, "-m", "flowbalance_cli", "plan", str(d / "assignment.json"), "--brokers",
-               str(d / "brokers.csv"), *CASES[HEADLINE][2], "-o", str(d / "plan-cli.json"), "--json"]
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        print(f"end to end, one process: flowbalance plan ({HEADLINE}) {time.perf_counter() - t:.2f} s", flush=True)
-    return rows
+            r["case"], r["mode"], f"{r['replicas']:,}", f"{r['load_s']:.2f} ({r['parse_s']:.2f})",
+            f"{s.get('replicas', 0):.2f}", f"{s.get('leaders', 0):.2f}", f"{s.get('followers', 0):.2f}",
+            f"{s.get('failover', 0):.2f}", f"{r['plan_s']:.2f}", f"{r['total_s']:.2f}", f"{r['peak_mib']:,}",
+            r["stage1"] + (" (fallback)" if r["fallback"] else ""), f"{r['moves']:,}", f"{r['lower_bound']:,}",
+            "yes" if r["proven"] else "no")) + " |")
+    fallbacks = sum(r["fallback"] for r in rows)
+    print(f"fallbacks to the full keep network: {fallbacks} of {len(rows)} plans", flush=True)
+
+
+def _end_to_end(root: Path) -> None:
+    """The headline case as one ``flowbalance plan`` process: parse, plan, verify, write."""
+    d = ensure_input(root, HEADLINE)
+    cmd = [sys.executable, "-m", "flowbalance_cli", "plan", str(d / "assignment.json"), "--brokers",
+           str(d / "brokers.csv"), *CASES[HEADLINE][2], "-o", str(d / "plan-cli.json"), "--json"]
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    print(f"end to end, one process: flowbalance plan ({HEADLINE}) {time.perf_counter() - t:.2f} s", flush=True)
 
 
 if __name__ == "__main__":
-    print(json.dumps(worker(sys.argv[1], Path(sys.argv[2]))))
+    print(json.dumps(worker(sys.argv[1], Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "default")))

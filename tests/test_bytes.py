@@ -120,9 +120,9 @@ def test_disk_balance_reaches_tolerance(racks, balance):
     st0 = generate_cluster(brokers=12, racks=racks, rack_aware=racks > 0, topics=40, partitions=(12, 48), rf=3,
                            skew=0.5, sizes=True, size_alpha=2.0, seed=1)
     base = plan(st0)
-    p = plan(st0, balance=balance)
+    p = plan(st0, balance=balance, disk_tolerance=1.03)  # tighter than the count-only plan leaves the disks
     d = p.certificate.disk
-    assert d.within_tolerance and d.max_over_mean_after <= 1.05 < base.metrics_after.bytes_max_over_mean
+    assert d.within_tolerance and d.max_over_mean_after <= 1.03 < base.metrics_after.bytes_max_over_mean
     assert d.bytes_lower_bound <= p.changes.bytes_moved
     assert not len(rack_violations(p.after))
     if balance == "count+bytes":  # counts and per-topic balance as the count-only plan left them

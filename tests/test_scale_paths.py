@@ -184,3 +184,88 @@ def test_rf_equal_to_racks_balances_within_racks(seed, nparts):
     assert p.changes.moves == want
     if not p.is_empty:
         assert p.certificate.proven_optimal
+
+
+def _cell_costs(state: ClusterState, reps: np.ndarray, target_rf: np.ndarray, movable: np.ndarray) -> tuple[int, int]:
+    """(graded per-topic excess, units outside the per-topic intervals) of a plan, counted cell by cell in plain
+    Python over the targets of ``state`` (the objective the split and pooled networks minimize after moves)."""
+    from flowbalance.stages.common import TOPIC_STEPS
+    from flowbalance.stages.stage_targets import stage_targets
+
+    kw = dict(per_topic=True, racks=True, count_targets=True, topic_slack=0, lower_bound=None)
+    tg = stage_targets(state, target_rf, movable, **kw)
+    after = stage_targets(state.with_replicas(reps), target_rf, movable, **kw).c_tb
+    graded = outside = 0
+    for x, lo, hi in zip(after.tolist(), tg.tlo.tolist(), tg.thi.tolist()):
+        d = max(x - hi, lo - x, 0)
+        graded += sum(min(k, TOPIC_STEPS + 1) for k in range(1, d + 1))
+        outside += d
+    return graded, outside
+
+
+@SETTINGS
+@given(st.integers(3, 9), st.integers(0, 3), st.integers(1, 7), st.integers(0, 10_000),
+       st.sampled_from(["none", "remove", "rf"]), st.sampled_from(["moves first", "strict", "none"]))
+def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed, change, mode):
+    """The split network (no partition nodes) against the pooled network on the same targets: where it applies
+    and realizes, its plan is valid and as good at every level the mode ranks: moves, then the graded per-topic
+    excess (fewest moves first) or the per-topic units outside their intervals, then moves (strict)."""
+    from flowbalance.stages.split import balance_split
+
+    rf = min(3, n - 1)
+    if racks:
+        rf = min(rf, racks)
+    state = generate_cluster(brokers=n, racks=racks, topics=topics, partitions=(1, 8), rf=rf, skew=0.6,
+                             rack_aware=bool(racks), seed=seed)
+    b = state.brokers
+    target_rf = state.rf.astype(np.int64).copy()
+    if change == "remove":
+        state = state.with_brokers(b.with_removed([int(b.ids[-1])]))
+    elif change == "rf" and rf + 1 < n and not racks:
+        target_rf[: len(target_rf) // 2] = rf + 1
+    movable = np.ones(state.num_partitions, dtype=bool)
+    kw = dict(per_topic=mode != "none", topics_after_moves=mode == "moves first")
+    split = balance_split(state, target_rf, movable, **kw)
+    pooled = balance_pooled(state, target_rf, movable, **kw)
+    if split is None or pooled.replicas is None:
+        return
+    verify_plan(state, state.with_replicas(split.replicas), target_rf, movable)
+    moves = (_moves(state, split.replicas), _moves(state, pooled.replicas))
+    if mode == "none":
+        assert moves[0] == moves[1]
+        return
+    cells = (_cell_costs(state, split.replicas, target_rf, movable),
+             _cell_costs(state, pooled.replicas, target_rf, movable))
+    if mode == "moves first":
+        assert (moves[0], cells[0][0]) == (moves[1], cells[1][0])
+    else:
+        assert (cells[0][1], moves[0]) == (cells[1][1], moves[1])
+
+
+def test_split_network_leaves_rf_decreases_to_the_pooled_network():
+    """A partition that must lose a replica needs the choice of which one: the split network does not apply, and
+    the planner still plans it (pooled network, or the keep network when that cannot be realized)."""
+    from flowbalance.stages.split import balance_split
+
+    state = generate_cluster(brokers=6, topics=3, partitions=(4, 6), rf=3, seed=4)
+    target_rf = np.full(state.num_partitions, 2, dtype=np.int64)
+    movable = np.ones(state.num_partitions, dtype=bool)
+    assert balance_split(state, target_rf, movable) is None
+    p = plan(state, replication_factor=2)
+    assert not any("split network" in n for n in p.certificate.notes)
+    assert any("pooled" in n for n in p.certificate.notes)
+    verify_plan(state, p.after, target_rf, movable)
+
+
+def test_method_md_split_example():
+    """docs/method.md's split-network example: p0, p1, p2 of topic t on brokers {0, 1}, broker 2 new. Brokers 0 and
+    1 each release one unit; broker 0's cell gives p0, broker 1's would give p0 too but passes to p1 (a partition
+    that left once is passed over), so broker 2 receives p0 and p1: two moves, M* = 2."""
+    from flowbalance.stages.split import balance_split
+
+    br = Brokers.build([0, 1, 2], None)
+    state = ClusterState.build(br, ["t"] * 3, [0, 1, 2], np.array([[0, 1], [0, 1], [0, 1]]))
+    movable = np.ones(3, dtype=bool)
+    res = balance_split(state, state.rf.astype(np.int64), movable, topics_after_moves=True)
+    assert res is not None and res.moves == 2
+    assert [sorted(r) for r in res.replicas.tolist()] == [[1, 2], [0, 2], [0, 1]]

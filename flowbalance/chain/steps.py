@@ -15,7 +15,6 @@ from ..certificate import count_targets, missed_targets
 from ..errors import PlanningError, RequestError
 from ..metrics import above_capacity, disk_use, compare
 from ..model import ClusterState
-from ..stages.direct import balance_direct, direct_applies
 from ..stages.disk import balance_disk
 from ..stages.fewest_bytes import fewest_bytes
 from ..stages.followers import balance_followers
@@ -35,13 +34,13 @@ class ReplicaEvidence:
     """Stage 1's evidence: the solve it ran, and the fewest moves for the certificate's targets when it solved
     exactly those (None otherwise: the certificate solves them itself)."""
 
-    method: str  # "direct", "pooled", "keep", "must-move only"
+    method: str  # "split", "pooled", "keep", "must-move only"
     result: ReplicaResult | None
     fewest: int | None
 
 
 class ReplicaCounts(Stage):
-    """Stage 1: replica counts by flow (direct max flow, pooled or full keep network, chosen inside)."""
+    """Stage 1: replica counts by flow (split, pooled or full keep network, chosen inside)."""
 
     name, label = "replicas", "stage 1: replicas"
     keeps = ()
@@ -61,11 +60,6 @@ class ReplicaCounts(Stage):
             res = balance_replicas(cur, r.target_rf, r.movable, per_topic=False, prefer=r.prefer, count_targets=False)
             return Outcome(res.replicas, ReplicaEvidence("must-move only", res, None),
                            ("stage 1 (balance bytes): only what must move, no count targets",))
-        if req.objective == "moves" and direct_applies(cur, r.target_rf, r.movable, req.per_topic):
-            new, value = balance_direct(cur)
-            return Outcome(new, ReplicaEvidence("direct", None, None),
-                           (f"pure rebalance: direct network solved by max flow (flow value {value})",),
-                           _count_invariants(ctx, new))
         res = ctx.remembered("stage 1", lambda: balance_replicas(
             cur, r.target_rf, r.movable, per_topic=req.per_topic, prefer=r.prefer, lower_bound=ctx.moves_bound,
             topics_after_moves=req.topics_after_moves))
@@ -94,10 +88,10 @@ def _count_invariants(ctx: Context, replicas: np.ndarray) -> tuple[Invariant, ..
 
 
 def _stage1_note(res: ReplicaResult) -> str:
-    if res.network == "pooled":
+    if res.network in ("pooled", "split"):
         how = ("pruned pools reached the lower bound" if res.pruned else
-               f"pooled relaxation optimum {res.flow_bound} moves, realized exactly")
-        return f"stage 1: pooled network ({res.nodes:,} nodes, {res.arcs:,} arcs); {how}"
+               f"{res.network} relaxation optimum {res.flow_bound:,} moves, realized exactly")
+        return f"stage 1: {res.network} network ({res.nodes:,} nodes, {res.arcs:,} arcs); {how}"
     return (f"stage 1: full keep network ({res.nodes:,} nodes, {res.arcs:,} arcs); the pooled optimum "
             f"({res.flow_bound} moves) could not be realized")
 

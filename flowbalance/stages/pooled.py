@@ -25,9 +25,8 @@ from ..flow.mincost import FlowError, solve_min_cost_split, try_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import ClusterState
 from ..racks import rack_bounds
-from ..targets import intervals, min_arrivals
-from .common import (StageInput, graded_arcs, graded_move_cost, widen, apply_changes_arrays, pair_counts, penalties, rack_forced_intervals,
-                     share_intervals)
+from .common import apply_changes_arrays, graded_arcs, graded_move_cost, pair_counts, penalties
+from .stage_targets import stage_targets
 
 # realization arcs built at once before the candidate brokers per unit are limited (and enlarged on failure)
 _REALIZE_ARCS = 4_000_000
@@ -79,73 +78,25 @@ def balance_pooled(
     ``achieved`` (an earlier plan) widens every interval to that plan's counts and the intervals are hard, so the
     earlier plan stays feasible and no penalty is needed. ``count_targets=False`` drops the broker intervals
     (``--balance bytes``: only what must move moves; the disk stage places by bytes)."""
-    si = StageInput.of(state, movable)
+    tg = stage_targets(state, target_rf, movable, per_topic=per_topic, racks=racks, count_targets=count_targets,
+                       topic_slack=topic_slack, lower_bound=lower_bound, achieved=achieved)
+    si = tg.si
     b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
     if Pm == 0:
         # nothing may move (every partition held or left out): the assignment stays as it is
         return PooledResult(replicas=state.replicas.copy(), moves=0, pruned=False, rack_forced=False,
                             bound=lower_bound, arcs=0, nodes=0, realize_rounds=0)
-    live = b.live
-    trf = np.asarray(target_rf, dtype=np.int64)
-    fixed_rows = ~movable
-    fidx = idx[fixed_rows]
-    fixed_c = np.bincount(fidx[fidx >= 0], minlength=N).astype(np.int64)
-    total = int(trf.sum())
-    lo, hi = intervals(total, b.weight, live)
-    if not count_targets:
-        lo, hi = np.zeros_like(lo), np.where(live, total, 0)
-
-    use_racks = racks and b.has_racks
-    rack_live = b.rack[live_idx] if use_racks else np.zeros(NL, dtype=np.int64)
-    _, rack_of_live = np.unique(rack_live, return_inverse=True)
-    K = int(rack_of_live.max()) + 1 if (use_racks and NL) else 1
-    topics_m, tpos_of = (np.unique(state.topic[mov], return_inverse=True) if Pm
-                         else (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-    Tm = len(topics_m) if per_topic else 1
-    tpos = tpos_of if per_topic else np.zeros(Pm, dtype=np.int64)
-
-    kp = trf[mov]
-    # the rack rule per (partition, rack), over the live brokers of each rack: [Pm, K]
-    low_r, cap_r = rack_bounds(kp, np.bincount(rack_of_live, minlength=K)) if use_racks else (None, None)
-    sub = idx[mov]
-    kr, kc = np.nonzero(sub >= 0)  # current live replicas of movable partitions: the keep arcs
-    kb = lpos[sub[kr, kc]]
-    ok = kb >= 0
-    kr, kc, kb = kr[ok], kc[ok], kb[ok]
+    per_topic = tg.per_topic
+    total, lo, hi, fixed_c, kp = tg.total, tg.lo, tg.hi, tg.fixed_c, tg.kp
+    use_racks, rack_of_live, K = tg.use_racks, tg.rack_of_live, tg.K
+    Tm, tpos, tcount, tlo, thi, c_tb = tg.Tm, tg.tpos, tg.tcount, tg.tlo, tg.thi, tg.c_tb
+    sub, kr, kc, kb = tg.sub, tg.kr, tg.kc, tg.kb
+    lower_bound = tg.lower_bound
+    forced_racks = tg.forced or None
     mp = np.repeat(np.arange(Pm), K)  # move arcs: (p, rack) -> pool(topic, rack)
     mr = np.tile(np.arange(K), Pm)
-    tcount = np.bincount(tpos, minlength=Tm).astype(np.int64)
-    if per_topic and Pm:
-        rt = np.bincount(tpos, weights=kp, minlength=Tm).astype(np.int64)
-        tlo, thi = widen(*share_intervals(rt, b.weight[live_idx]), topic_slack)
-        c_tb = np.bincount(tpos[kr] * NL + kb, minlength=Tm * NL)
-    forced_racks = (rack_forced_intervals(b, live_idx, rack_of_live, K, kp, fixed_c,
-                                          tpos if (per_topic and Pm) else None, Tm)
-                    if (use_racks and count_targets) else None)
-    if forced_racks is not None:
-        lo, hi = forced_racks[0], forced_racks[1]
-        if per_topic and Pm:
-            tlo, thi = widen(forced_racks[2], forced_racks[3], topic_slack)
-        # the lower bounds for these targets (M* and the per-topic sum, as in targets.min_arrivals)
-        c_all = np.bincount(idx[idx >= 0], minlength=N)
-        lower_bound = min_arrivals(c_all, total, lo, hi, live)
-        if per_topic and Pm:
-            clip = np.clip(c_tb, tlo, thi)
-            short = rt - np.bincount(np.repeat(np.arange(Tm), NL), weights=clip, minlength=Tm)
-            lower_bound = max(lower_bound, int(np.maximum(clip - c_tb, 0).sum() + np.maximum(short, 0).sum()))
-
-    if achieved is not None:
-        # hard intervals widened to an earlier plan's counts: that plan is feasible, and any plan found is at
-        # least as balanced at every broker and (topic, broker)
-        aidx = achieved.replica_index
-        c_new = np.bincount(aidx[aidx >= 0], minlength=N).astype(np.int64)
-        lo, hi = np.minimum(lo, c_new), np.maximum(hi, c_new)
-        if per_topic and Pm:
-            asub = aidx[mov]
-            ar, ac = np.nonzero(asub >= 0)
-            ab = lpos[asub[ar, ac]]
-            c_after = np.bincount(tpos[ar] * NL + ab, minlength=Tm * NL)
-            tlo, thi = np.minimum(tlo, c_after), np.maximum(thi, c_after)
+    # the rack rule per (partition, rack), over the live brokers of each rack: [Pm, K]
+    low_r, cap_r = rack_bounds(kp, np.bincount(rack_of_live, minlength=K)) if use_racks else (None, None)
 
     lexicographic = topics_after_moves and per_topic and move_cost is None
     # a move costs more than any difference in the per-topic cost (at most (STEPS + 1) per replica either way)

@@ -20,6 +20,7 @@ from ..model import PAD, ClusterState
 from ..racks import rack_bounds
 from ..targets import intervals
 from .pooled import balance_pooled
+from .split import balance_split
 from .common import (COST_BOUND, StageInput, apply_changes, graded_arcs, graded_move_cost, membership, pair_counts,
                      penalties, rack_forced_intervals, share_intervals, widen)
 
@@ -35,7 +36,7 @@ class ReplicaResult:
     replicas: np.ndarray
     arcs: int
     nodes: int
-    network: str = "keep"  # "pooled" (realized exactly) or "keep" (the full network)
+    network: str = "keep"  # "split" or "pooled" (realized exactly), or "keep" (the full network)
     flow_bound: int | None = None  # moves in the pooled optimum: a lower bound at the same balance
     pruned: bool = False  # the pooled network had pruned pools (and reached the lower bound)
     rack_forced: bool = False  # the rack rule fixes every rack's total: the targets were shares within each rack
@@ -56,14 +57,18 @@ def balance_replicas(
     move_weight: int | None = None,
     topic_slack: int = 0,
 ) -> ReplicaResult:
-    """Stage 1: the pooled network, realized exactly; the full keep network when the realization fails.
+    """Stage 1: the split network, realized exactly, where it applies; else the pooled network, realized exactly;
+    the full keep network when that realization fails too.
     ``count_targets=False``: no broker intervals, only what must move moves (``--balance bytes``).
     ``topics_after_moves``: per-topic balance ranks below the number of moves (see ``balance_pooled``), in the
     keep fallback too; ``move_weight``: what a move is worth in graded per-topic excess (see ``balance_pooled``)."""
-    pooled = balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
-                            lower_bound=lower_bound, count_targets=count_targets,
-                            topics_after_moves=topics_after_moves, move_weight=move_weight,
-                            topic_slack=topic_slack)
+    kw = dict(per_topic=per_topic, racks=racks, prefer=prefer, lower_bound=lower_bound, count_targets=count_targets,
+              topics_after_moves=topics_after_moves, move_weight=move_weight, topic_slack=topic_slack)
+    split = balance_split(state, target_rf, movable, **kw)
+    if split is not None:
+        return ReplicaResult(replicas=split.replicas, arcs=split.arcs, nodes=split.nodes, network="split",
+                             flow_bound=split.moves, rack_forced=split.rack_forced, bound=split.bound)
+    pooled = balance_pooled(state, target_rf, movable, **kw)
     if pooled.replicas is not None:
         return ReplicaResult(replicas=pooled.replicas, arcs=pooled.arcs, nodes=pooled.nodes, network="pooled",
                              flow_bound=pooled.moves, pruned=pooled.pruned, rack_forced=pooled.rack_forced,

@@ -1,0 +1,261 @@
+"""Stage 1 at scale: the split network, a relaxation of the pooled network small enough to solve in a second.
+
+The pooled network (``pooled.py``) still has a node per partition and per (topic, broker): two million nodes at
+1,000,000 replicas. When no partition must lose a replica (no RF decrease, and with racks no rack above its
+share), which partition a unit comes from does not matter to the counts, so the split network drops partitions
+altogether and splits every live broker in two:
+
+    out(b) ─keep, cost 0────────────────────────────────→ in(b) → sink     [b's interval]
+       └─release from (t, b), cost move + Δ(t, b)─→ pool(t, rack) ─arrive at (t, b'), cost Δ(t, b')─→ in(b')
+
+``out(b)`` supplies the live replicas of movable partitions on b; a pool supplies the units that must arrive
+anyway (replicas on removed brokers, RF increases, a rack below its share). Each (topic, broker) interval is a
+convex cost on the count, so its marginal costs Δ are laid out as parallel arcs: the k-th unit released from a
+cell holding c costs -Δ(c - k), the k-th arriving costs Δ(c + k - 1). A cell never both releases and receives in
+an optimum (that round trip costs a move and, by convexity, saves nothing), so the optimum equals the pooled
+optimum: about 3,000 nodes at 1,000,000 replicas on 1,000 brokers.
+
+``realize`` then chooses which replicas leave each cell (in row order) and hands every unit
+to a broker of its pool exactly as for the pooled network; when that fails, the caller solves the pooled network.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..flow.mincost import try_min_cost
+from ..flow.network import Network, convex_arcs
+from ..model import ClusterState
+from ..racks import rack_bounds
+from ..targets import min_arrivals
+from .common import TOPIC_STEPS, apply_changes_arrays, graded_move_cost, pair_counts, penalties
+from .pooled import PooledResult, _prefer_bonus, realize
+from .stage_targets import StageTargets, stage_targets
+
+_NEG_INF = np.iinfo(np.int64).min // 4
+
+
+def balance_split(
+    state: ClusterState,
+    target_rf: np.ndarray,
+    movable: np.ndarray,
+    *,
+    per_topic: bool = True,
+    racks: bool = True,
+    prefer: dict[int, int] | None = None,
+    lower_bound: int | None = None,
+    count_targets: bool = True,
+    topics_after_moves: bool = False,
+    move_weight: int | None = None,
+    topic_slack: int = 0,
+) -> PooledResult | None:
+    """Solve the split network and realize it; None when it does not apply (a partition must lose a replica, or
+    the rack rule leaves racks free) or its optimum could not be realized. Parameters as ``balance_pooled``."""
+    tg = stage_targets(state, target_rf, movable, per_topic=per_topic, racks=racks, count_targets=count_targets,
+                       topic_slack=topic_slack, lower_bound=lower_bound)
+    if tg.si.Pm == 0 or (tg.use_racks and not tg.forced):
+        return None
+    deficit = _deficits(tg)
+    if deficit is None:
+        return None
+    lexicographic = topics_after_moves and tg.per_topic
+    unit_cost = (move_weight or graded_move_cost(tg.total)) if lexicographic else 1
+    # moves rank first (graded per-topic cost below a full move, or no per-topic cost): try the network without
+    # brokers that both release and receive, kept only when it reaches M* (then every plan with the fewest moves
+    # is in it); then the whole network with hard broker intervals; then soft ones (closest balance)
+    moves_first = unit_cost >= graded_move_cost(tg.total) if lexicographic else not tg.per_topic
+    m_star = _count_bound(tg)
+    for hard, restrict in ((True, True),) * moves_first + ((True, False), (False, False)):
+        net, arcs = _build(tg, deficit, lexicographic, unit_cost, hard, restrict)
+        res = try_min_cost(net)
+        if res is None:
+            continue
+        if restrict and int(res[0][arcs.release].sum()) + int(deficit.sum()) != m_star:
+            continue
+        break
+    else:
+        return None
+    flows = res[0]
+    rel_cell = np.bincount(arcs.release_cell, weights=flows[arcs.release], minlength=tg.si.NL * tg.Tm)
+    arrive = np.bincount(arcs.arrive_slot, weights=flows[arcs.arrive], minlength=tg.si.NL * tg.Tm * tg.K)
+    return _realize(state, tg, deficit, rel_cell.astype(np.int64), arrive.astype(np.int64), prefer,
+                    net.num_arcs, net.num_nodes)
+
+
+def _deficits(tg: StageTargets) -> np.ndarray | None:
+    """Units each (movable partition, rack) must receive whatever the plan: [Pm, K]. None when some partition
+    holds more live replicas than its target (in all, or in a rack whose total the rack rule fixes)."""
+    si = tg.si
+    held = np.zeros((si.Pm, tg.K), dtype=np.int64)
+    np.add.at(held, (tg.kr, tg.rack_of_live[tg.kb]), 1)
+    want = (rack_bounds(tg.kp, np.bincount(tg.rack_of_live, minlength=tg.K))[1] if tg.use_racks
+            else tg.kp[:, None])
+    short = want - held
+    return None if (short < 0).any() else short
+
+
+class _Arcs:
+    """Arc ids of the release and arrival blocks, with the cell / (pool, broker) slot each belongs to."""
+
+    def __init__(self) -> None:
+        self.release, self.release_cell, self.arrive, self.arrive_slot = [], [], [], []
+
+    def done(self) -> "_Arcs":
+        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
+        self.release, self.release_cell = cat(self.release), cat(self.release_cell)
+        self.arrive, self.arrive_slot = cat(self.arrive), cat(self.arrive_slot)
+        return self
+
+
+def _count_bound(tg: StageTargets) -> int:
+    """M* for the targets of this solve: no plan meeting the broker intervals moves fewer replicas."""
+    si = tg.si
+    counts = np.bincount(si.idx[si.idx >= 0], minlength=si.N)
+    return min_arrivals(counts, tg.total, tg.lo, tg.hi, si.b.live)
+
+
+def _build(tg: StageTargets, deficit: np.ndarray, lexicographic: bool, unit_cost: int, hard: bool, restrict: bool
+           ) -> tuple[Network, _Arcs]:
+    """The split network. ``restrict``: a broker only releases when it holds more than its floor and only
+    receives up to its ceiling (a plan that moves M* replicas never does both at one broker)."""
+    si, NL, K, Tm = tg.si, tg.si.NL, tg.K, tg.Tm
+    n_b = np.bincount(tg.kb, minlength=NL).astype(np.int64)  # live movable replicas per broker
+    lo_b = tg.lo[si.live_idx] - tg.fixed_c[si.live_idx]
+    hi_b = tg.hi[si.live_idx] - tg.fixed_c[si.live_idx]
+    net = Network()
+    out, inn, pool = net.nodes(NL), net.nodes(NL), net.nodes(Tm * K)
+    sink = int(net.nodes(1)[0])
+    supply = np.zeros(net.num_nodes, dtype=np.int64)
+    supply[out] = n_b
+    pool_of = tg.tpos[:, None] * K + np.arange(K)[None, :]
+    supply[pool] = np.bincount(pool_of.ravel(), weights=deficit.ravel(), minlength=Tm * K).astype(np.int64)
+    supply[sink] = -int(supply.sum())
+    net.set_supply(supply)
+    releasing = n_b > lo_b if restrict else n_b > 0
+    receiving = n_b < hi_b if restrict else np.ones(NL, dtype=bool)
+    room = np.maximum(hi_b - n_b, 0) if restrict else np.full(NL, tg.total, dtype=np.int64)
+    net.add(out, inn, n_b, 0)
+    c_tb = tg.c_tb if tg.per_topic else n_b
+    cell_t = np.repeat(np.arange(Tm), NL)
+    cell_b = np.tile(np.arange(NL), Tm)
+    arcs = _Arcs()
+    # releases: x runs from c - L to c - 1, each unit costs the move less the marginal it gives up
+    rc = np.flatnonzero((c_tb > 0) & releasing[cell_b])
+    seg_cell, seg_cap, seg_cost = _segments(tg, rc, np.zeros(len(rc), dtype=np.int64), c_tb[rc], lexicographic)
+    ids = net.add(out[cell_b[seg_cell]], pool[cell_t[seg_cell] * K + tg.rack_of_live[cell_b[seg_cell]]], seg_cap,
+                  unit_cost - seg_cost)
+    arcs.release.append(ids)
+    arcs.release_cell.append(seg_cell)
+    # arrivals: x runs from c to c + L - 1, at most one unit per partition of the topic the broker lacks
+    ac = np.flatnonzero(receiving[cell_b])
+    limit = np.minimum(tg.tcount[cell_t[ac]] - c_tb[ac], room[cell_b[ac]])
+    seg_cell, seg_cap, seg_cost = _segments(tg, ac, c_tb[ac], c_tb[ac] + limit, lexicographic)
+    slot = (cell_t[seg_cell] * K + tg.rack_of_live[cell_b[seg_cell]]) * NL + cell_b[seg_cell]
+    ids = net.add(pool[slot // NL], inn[cell_b[seg_cell]], seg_cap, seg_cost)
+    arcs.arrive.append(ids)
+    arcs.arrive_slot.append(slot)
+    if hard:
+        pen = None
+    elif lexicographic:  # brokers above every move, even when the move budget makes a move cheap
+        pen = penalties(max(unit_cost, graded_move_cost(tg.total)), tg.total, net.num_nodes, 1)[0]
+    else:  # brokers above the per-topic penalties (levels topic < rack < broker, as in the pooled network)
+        pen = penalties(1, tg.total, net.num_nodes, 3)[2]
+    convex_arcs(net, inn, sink, lo_b, hi_b, np.full(NL, tg.total, dtype=np.int64), pen)
+    return net, arcs.done()
+
+
+def _pieces(tg: StageTargets, cells: np.ndarray, lexicographic: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The marginal cost of each of ``cells`` as a step function of its count x: pieces start at
+    ``starts[i, k]`` and cost ``costs[k]`` up to the next start. Graded per-topic excess (moves first), flat
+    priority penalties (per-topic strict), or nothing (no per-topic targets)."""
+    if not tg.per_topic:
+        return np.full((len(cells), 1), _NEG_INF, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    lo, hi = tg.tlo[cells, None], tg.thi[cells, None]
+    floor = np.full_like(lo, _NEG_INF)
+    if lexicographic:
+        S = TOPIC_STEPS
+        below = lo - np.arange(S, 0, -1)[None, :]  # x = lo - d costs -d
+        above = hi + np.arange(0, S + 1)[None, :]  # x = hi + d - 1 costs d; from hi + S on, S + 1
+        costs = np.concatenate([[-(S + 1)], -np.arange(S, 0, -1), [0], np.arange(1, S + 2)])
+        return np.hstack([floor, below, lo, above]), costs
+    pen = penalties(1, tg.total, 1, 1)[0]
+    return np.hstack([floor, lo, hi]), np.array([-pen, 0, pen], dtype=np.int64)
+
+
+def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.ndarray, lexicographic: bool
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The counts x in [first, end) of each cell cut into the pieces of its marginal cost: (cell, units, cost)
+    per non-empty piece."""
+    st, costs = _pieces(tg, cells, lexicographic)
+    nxt = np.empty_like(st)
+    nxt[:, :-1] = st[:, 1:]
+    nxt[:, -1] = np.iinfo(np.int64).max // 4
+    units = np.minimum(nxt, end[:, None]) - np.maximum(st, first[:, None])
+    r, k = np.nonzero(units > 0)
+    return cells[r], units[r, k], costs[k]
+
+
+def _choose_releases(cell: np.ndarray, row: np.ndarray, need: np.ndarray, owed: np.ndarray, rounds: int
+                     ) -> np.ndarray:
+    """Which replicas leave: ``need[c]`` of the replicas of each cell c (replica i is in ``cell[i]`` and of
+    partition ``row[i]``), as indices into them. Within a cell the first rows go first. With ``rounds`` > 0, a
+    partition already leaving from another cell (or sending ``owed`` units anyway: a replica on a removed broker,
+    an RF increase) is passed over while others remain, for up to that many rounds: a partition that loses two
+    replicas needs two receiving brokers that lack it, and one broker added to a cluster has room for one."""
+    order = np.lexsort((row, cell))
+    c_sorted, r_sorted = cell[order], row[order]
+    need = need.astype(np.int64).copy()
+    taken = owed.astype(np.int64).copy()
+    picked = np.zeros(len(order), dtype=bool)
+    attempt = 0
+    while need.any():
+        last = attempt >= rounds
+        cand = ~picked & (need[c_sorted] > 0) & (last | (taken[r_sorted] == 0))
+        ci = np.flatnonzero(cand)
+        attempt = attempt + 1 if len(ci) else rounds  # nothing left that leaves no partition twice: allow it
+        if len(ci) == 0:
+            continue
+        cc = c_sorted[ci]
+        rank = np.arange(len(ci)) - np.searchsorted(cc, cc)  # position among the cell's candidates
+        ci = ci[rank < need[cc]]
+        if not last:  # one cell per partition this round: the first in cell order
+            _, first = np.unique(r_sorted[ci], return_index=True)
+            ci = ci[np.sort(first)]
+        picked[ci] = True
+        need -= np.bincount(c_sorted[ci], minlength=len(need))
+        taken += np.bincount(r_sorted[ci], minlength=len(taken))
+    return order[picked]
+
+
+def _realize(state: ClusterState, tg: StageTargets, deficit: np.ndarray, rel_cell: np.ndarray,
+             arrive: np.ndarray, prefer: dict[int, int] | None, arcs: int, nodes: int) -> PooledResult | None:
+    """Choose the replicas each cell releases, then place every unit (released or owed) with ``realize``."""
+    si, NL, K = tg.si, tg.si.NL, tg.K
+    cell = (tg.tpos[tg.kr] * NL + tg.kb) if tg.per_topic else tg.kb
+    lead_lp = np.where(tg.sub[:, 0] >= 0, si.lpos[np.maximum(tg.sub[:, 0], 0)], -1)
+    pairs = pair_counts(si.idx, si.lpos, NL)
+    bonus = _prefer_bonus(state, si.mov, si.lpos, si.b, prefer or {})
+    slots = np.flatnonzero(arrive)
+    slot_b = np.repeat(slots % NL, arrive[slots])
+    slot_g = np.repeat(slots // NL, arrive[slots])
+    dp, dr = np.nonzero(deficit)
+    owed_p = np.repeat(dp, deficit[dp, dr])
+    owed_g = np.repeat(tg.tpos[dp] * K + dr, deficit[dp, dr])
+    # first the first rows of every cell (measured on Kafka-placed clusters: the most even start for the failover
+    # stage, as even as the pooled network's choice); when those cannot all be placed, no partition twice
+    for rounds in (0, 8):
+        chosen = _choose_releases(cell, tg.kr, rel_cell, deficit.sum(axis=1), rounds)
+        rel_p = tg.kr[chosen]
+        unit_p = np.concatenate([rel_p, owed_p])
+        unit_g = np.concatenate([tg.tpos[rel_p] * K + tg.rack_of_live[tg.kb[chosen]], owed_g])
+        got, tries = realize(unit_p, unit_g, slot_b, slot_g, tg.sub, si.lpos, lead_lp, pairs, bonus)
+        if got is not None:
+            break
+    else:
+        return None
+    released = (tg.sub >= 0) & (si.lpos[np.maximum(tg.sub, 0)] < 0)
+    released[tg.kr[chosen], tg.kc[chosen]] = True
+    rel_rows, rel_cols = np.nonzero(released)
+    replicas = apply_changes_arrays(state.replicas, si.mov[rel_rows], rel_cols, si.mov[unit_p],
+                                    si.b.ids[si.live_idx[got]])
+    return PooledResult(replicas=replicas, moves=len(unit_p), pruned=False, rack_forced=tg.forced,
+                        bound=tg.lower_bound, arcs=arcs, nodes=nodes, realize_rounds=tries)
