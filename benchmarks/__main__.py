@@ -161,7 +161,13 @@ def main() -> None:
     if args.what in ("scale", "all"):
         from .scale import bench_scale
 
-        bench_scale(out, args.only, tuple(args.modes.split(",")), args.series)
+        from .scale import MODES
+
+        modes = tuple(m.strip() for m in args.modes.split(","))
+        bad = [m for m in modes if m not in MODES]
+        if bad:
+            ap.error(f"--modes: unknown mode {bad[0]!r} (choose from {', '.join(MODES)})")
+        bench_scale(out, args.only, modes, args.series)
     if args.what in ("scenarios", "all"):
         bench_scenarios()
     if args.what in ("strategies", "all"):

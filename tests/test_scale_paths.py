@@ -29,16 +29,14 @@ def _moves(before: ClusterState, reps: np.ndarray) -> int:
     return compare(before, before.with_replicas(reps)).moves
 
 
-@SETTINGS
-@given(st.integers(3, 9), st.integers(0, 3), st.integers(2, 8), st.integers(0, 10_000), st.booleans(),
-       st.sampled_from(["none", "remove", "rf"]))
-def test_pooled_moves_equal_keep_network(n, racks, topics, seed, per_topic, change):
-    """Same targets, two different networks: the realized pooled optimum moves exactly as many replicas as the full
-    keep network, and the result meets the same broker totals."""
+def _random_change(n: int, racks: int, topics: int, seed: int, change: str, partitions: tuple[int, int]
+                   ) -> tuple[ClusterState, np.ndarray, np.ndarray]:
+    """A small skewed cluster (rack-aware when it has racks) and a change to plan: nothing, the last broker
+    removed, or RF + 1 on half the partitions (no racks). Returns (state, target RF, movable)."""
     rf = min(3, n - 1)
     if racks:
         rf = min(rf, racks)
-    state = generate_cluster(brokers=n, racks=racks, topics=topics, partitions=(1, 6), rf=rf, skew=0.6,
+    state = generate_cluster(brokers=n, racks=racks, topics=topics, partitions=partitions, rf=rf, skew=0.6,
                              rack_aware=bool(racks), seed=seed)
     b = state.brokers
     target_rf = state.rf.astype(np.int64).copy()
@@ -46,7 +44,16 @@ def test_pooled_moves_equal_keep_network(n, racks, topics, seed, per_topic, chan
         state = state.with_brokers(b.with_removed([int(b.ids[-1])]))
     elif change == "rf" and rf + 1 < n and not racks:
         target_rf[: len(target_rf) // 2] = rf + 1
-    movable = np.ones(state.num_partitions, dtype=bool)
+    return state, target_rf, np.ones(state.num_partitions, dtype=bool)
+
+
+@SETTINGS
+@given(st.integers(3, 9), st.integers(0, 3), st.integers(2, 8), st.integers(0, 10_000), st.booleans(),
+       st.sampled_from(["none", "remove", "rf"]))
+def test_pooled_moves_equal_keep_network(n, racks, topics, seed, per_topic, change):
+    """Same targets, two different networks: the realized pooled optimum moves exactly as many replicas as the full
+    keep network, and the result meets the same broker totals."""
+    state, target_rf, movable = _random_change(n, racks, topics, seed, change, (1, 6))
     pooled = balance_pooled(state, target_rf, movable, per_topic=per_topic)
     keep = balance_keep(state, target_rf, movable, per_topic=per_topic)
     if pooled.replicas is None:  # realization failed: the planner falls back to the keep network
@@ -212,18 +219,7 @@ def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed,
     excess (fewest moves first) or the per-topic units outside their intervals, then moves (strict)."""
     from flowbalance.stages.split import balance_split
 
-    rf = min(3, n - 1)
-    if racks:
-        rf = min(rf, racks)
-    state = generate_cluster(brokers=n, racks=racks, topics=topics, partitions=(1, 8), rf=rf, skew=0.6,
-                             rack_aware=bool(racks), seed=seed)
-    b = state.brokers
-    target_rf = state.rf.astype(np.int64).copy()
-    if change == "remove":
-        state = state.with_brokers(b.with_removed([int(b.ids[-1])]))
-    elif change == "rf" and rf + 1 < n and not racks:
-        target_rf[: len(target_rf) // 2] = rf + 1
-    movable = np.ones(state.num_partitions, dtype=bool)
+    state, target_rf, movable = _random_change(n, racks, topics, seed, change, (1, 8))
     kw = dict(per_topic=mode != "none", topics_after_moves=mode == "moves first")
     split = balance_split(state, target_rf, movable, **kw)
     pooled = balance_pooled(state, target_rf, movable, **kw)

@@ -18,11 +18,10 @@ from ..flow.network import Network, convex_arcs
 from ..errors import PlanningError
 from ..model import PAD, ClusterState
 from ..racks import rack_bounds
-from ..targets import intervals
 from .pooled import balance_pooled
 from .split import balance_split
-from .common import (COST_BOUND, StageInput, apply_changes, graded_arcs, graded_move_cost, membership, pair_counts,
-                     penalties, rack_forced_intervals, share_intervals, widen)
+from .common import COST_BOUND, apply_changes, graded_arcs, graded_move_cost, membership, pair_counts, penalties
+from .stage_targets import stage_targets
 
 
 # the full keep network is the fallback only up to this many candidate arcs (about 2 GiB in the solver)
@@ -106,36 +105,17 @@ def balance_keep(
     widened to that plan's counts, and a move of partition p costs ``move_cost[p]`` (see ``balance_pooled``).
     ``topics_after_moves``: the per-topic intervals rank below the moves (a graded cost, as in the pooled network);
     otherwise they rank above them (soft, by priority penalties)."""
-    graded = per_topic and topics_after_moves and move_cost is None
-    si = StageInput.of(state, movable)
+    tg = stage_targets(state, target_rf, movable, per_topic=per_topic, racks=racks, count_targets=count_targets,
+                       topic_slack=topic_slack, lower_bound=None, achieved=achieved if move_cost is not None else None)
+    si, per_topic = tg.si, tg.per_topic
     b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
-    live = b.live
-    trf = np.asarray(target_rf, dtype=np.int64)
-
-    fixed_rows = np.flatnonzero(~movable)
-    fidx = idx[fixed_rows]
-    fixed_c = np.bincount(fidx[fidx >= 0], minlength=N).astype(np.int64)
-
-    total = int(trf.sum())
-    lo, hi = intervals(total, b.weight, live)
-    if not count_targets:
-        lo, hi = np.zeros_like(lo), np.where(live, total, 0)
-
-    use_racks = racks and b.has_racks
-    rack_live = b.rack[live_idx] if use_racks else np.zeros(NL, dtype=np.int64)
-    rack_ids, rack_of_live = np.unique(rack_live, return_inverse=True)
-    K = len(rack_ids) if use_racks else 1
+    graded = per_topic and topics_after_moves and move_cost is None
+    total, lo, hi, fixed_c, trf = tg.total, tg.lo, tg.hi, tg.fixed_c, tg.trf
+    use_racks, rack_of_live, K, Tm, tpos_of = tg.use_racks, tg.rack_of_live, tg.K, tg.Tm, tg.tpos
 
     net = Network()
     pnode = net.nodes(Pm)
     rnode = net.nodes(Pm * K) if use_racks else None
-    topics_m, tpos_of = np.unique(state.topic[mov], return_inverse=True) if Pm else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    Tm = len(topics_m)
-    # the rack rule fixes every rack's total: the targets are shares within each rack (as in the pooled network)
-    forced = (rack_forced_intervals(b, live_idx, rack_of_live, K, trf[mov], fixed_c, tpos_of if per_topic else None,
-                                    Tm) if (use_racks and count_targets and Pm) else None)
-    if forced is not None:
-        lo, hi = forced[0], forced[1]
     tnode = net.nodes(Tm * NL) if per_topic else None
     bnode = net.nodes(NL)
     sink = int(net.nodes(1)[0])
@@ -166,12 +146,9 @@ def balance_keep(
         top = max(move_cost, graded_move_cost(total)) if graded else move_cost
         pen = penalties(top, total, net.num_nodes + Pm * NL, 3)
         pen_topic, pen_broker = pen[0], pen[2]  # pen[1], the rack level, is unused: the rack rule is hard
-    else:
+    else:  # hard intervals, widened to the achieved plan's counts (``stage_targets``)
         pen_topic = pen_broker = None
         prefer = {}
-        aidx = achieved.replica_index
-        c_new = np.bincount(aidx[aidx >= 0], minlength=N).astype(np.int64)
-        lo, hi = np.minimum(lo, c_new), np.maximum(hi, c_new)
 
     # partition -> (partition, rack) arcs
     if use_racks:
@@ -210,16 +187,8 @@ def balance_keep(
     cand = net.add(tails, heads, 1, cost)
 
     # (topic, broker) -> broker: per-topic soft intervals
-    if per_topic and Tm:
-        rt = np.bincount(tpos_of, weights=trf[mov], minlength=Tm).astype(np.int64)
-        tlo, thi = widen(*(share_intervals(rt, b.weight[live_idx]) if forced is None else (forced[2], forced[3])),
-                         topic_slack)
-        if sized is not None:
-            asub = achieved.replica_index[mov]
-            ar, ac = np.nonzero(asub >= 0)
-            c_after = np.bincount(tpos_of[ar] * NL + lpos[asub[ar, ac]], minlength=Tm * NL)
-            tlo, thi = np.minimum(tlo, c_after), np.maximum(thi, c_after)
-        tcount = np.bincount(tpos_of, minlength=Tm).astype(np.int64)
+    if per_topic:
+        tlo, thi, tcount = tg.tlo, tg.thi, tg.tcount
         if graded:
             graded_arcs(net, tnode, np.tile(bnode, Tm), tlo, thi, np.repeat(tcount, NL))
         else:

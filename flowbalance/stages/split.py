@@ -20,6 +20,8 @@ to a broker of its pool exactly as for the pooled network; when that fails, the 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..flow.mincost import try_min_cost
@@ -85,25 +87,21 @@ def _deficits(tg: StageTargets) -> np.ndarray | None:
     """Units each (movable partition, rack) must receive whatever the plan: [Pm, K]. None when some partition
     holds more live replicas than its target (in all, or in a rack whose total the rack rule fixes)."""
     si = tg.si
-    held = np.zeros((si.Pm, tg.K), dtype=np.int64)
-    np.add.at(held, (tg.kr, tg.rack_of_live[tg.kb]), 1)
+    held = np.bincount(tg.kr * tg.K + tg.rack_of_live[tg.kb], minlength=si.Pm * tg.K).reshape(si.Pm, tg.K)
     want = (rack_bounds(tg.kp, np.bincount(tg.rack_of_live, minlength=tg.K))[1] if tg.use_racks
             else tg.kp[:, None])
     short = want - held
     return None if (short < 0).any() else short
 
 
+@dataclass
 class _Arcs:
     """Arc ids of the release and arrival blocks, with the cell / (pool, broker) slot each belongs to."""
 
-    def __init__(self) -> None:
-        self.release, self.release_cell, self.arrive, self.arrive_slot = [], [], [], []
-
-    def done(self) -> "_Arcs":
-        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
-        self.release, self.release_cell = cat(self.release), cat(self.release_cell)
-        self.arrive, self.arrive_slot = cat(self.arrive), cat(self.arrive_slot)
-        return self
+    release: np.ndarray
+    release_cell: np.ndarray
+    arrive: np.ndarray
+    arrive_slot: np.ndarray
 
 
 def _count_bound(tg: StageTargets) -> int:
@@ -137,22 +135,18 @@ def _build(tg: StageTargets, deficit: np.ndarray, lexicographic: bool, unit_cost
     c_tb = tg.c_tb if tg.per_topic else n_b
     cell_t = np.repeat(np.arange(Tm), NL)
     cell_b = np.tile(np.arange(NL), Tm)
-    arcs = _Arcs()
     # releases: x runs from c - L to c - 1, each unit costs the move less the marginal it gives up
     rc = np.flatnonzero((c_tb > 0) & releasing[cell_b])
     seg_cell, seg_cap, seg_cost = _segments(tg, rc, np.zeros(len(rc), dtype=np.int64), c_tb[rc], lexicographic)
-    ids = net.add(out[cell_b[seg_cell]], pool[cell_t[seg_cell] * K + tg.rack_of_live[cell_b[seg_cell]]], seg_cap,
-                  unit_cost - seg_cost)
-    arcs.release.append(ids)
-    arcs.release_cell.append(seg_cell)
+    release = net.add(out[cell_b[seg_cell]], pool[cell_t[seg_cell] * K + tg.rack_of_live[cell_b[seg_cell]]],
+                      seg_cap, unit_cost - seg_cost)
+    release_cell = seg_cell
     # arrivals: x runs from c to c + L - 1, at most one unit per partition of the topic the broker lacks
     ac = np.flatnonzero(receiving[cell_b])
     limit = np.minimum(tg.tcount[cell_t[ac]] - c_tb[ac], room[cell_b[ac]])
     seg_cell, seg_cap, seg_cost = _segments(tg, ac, c_tb[ac], c_tb[ac] + limit, lexicographic)
     slot = (cell_t[seg_cell] * K + tg.rack_of_live[cell_b[seg_cell]]) * NL + cell_b[seg_cell]
-    ids = net.add(pool[slot // NL], inn[cell_b[seg_cell]], seg_cap, seg_cost)
-    arcs.arrive.append(ids)
-    arcs.arrive_slot.append(slot)
+    arrive = net.add(pool[slot // NL], inn[cell_b[seg_cell]], seg_cap, seg_cost)
     if hard:
         pen = None
     elif lexicographic:  # brokers above every move, even when the move budget makes a move cheap
@@ -160,7 +154,7 @@ def _build(tg: StageTargets, deficit: np.ndarray, lexicographic: bool, unit_cost
     else:  # brokers above the per-topic penalties (levels topic < rack < broker, as in the pooled network)
         pen = penalties(1, tg.total, net.num_nodes, 3)[2]
     convex_arcs(net, inn, sink, lo_b, hi_b, np.full(NL, tg.total, dtype=np.int64), pen)
-    return net, arcs.done()
+    return net, _Arcs(release, release_cell, arrive, slot)
 
 
 def _pieces(tg: StageTargets, cells: np.ndarray, lexicographic: bool) -> tuple[np.ndarray, np.ndarray]:
