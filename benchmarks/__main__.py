@@ -146,8 +146,8 @@ def main() -> None:
     from .scale import CASES
 
     ap.add_argument("--only", default=None, choices=sorted(CASES), help="with scale: run one case")
-    ap.add_argument("--modes", default="default", help="with scale: request modes, comma list of default, strict, "
-                    "no-per-topic")
+    ap.add_argument("--modes", default="default", help="with scale: request modes, comma list of default, "
+                    "strict, no-per-topic, bytes")
     ap.add_argument("--series", action="store_true", help="with scale: the scaling series 100k..3M instead")
     ap.add_argument("--quick", action="store_true", default=bool(os.environ.get("FLOWBALANCE_BENCH_QUICK")),
                     help="with bytes: only the smallest cluster (a smoke test; or FLOWBALANCE_BENCH_QUICK=1)")

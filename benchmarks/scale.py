@@ -1,8 +1,9 @@
-"""Scale benchmark: seven clusters, each planned in its own process so that peak memory is that case's alone.
+"""Scale benchmark: eight clusters, each planned in its own process so that peak memory is that case's alone.
 
-    python -m benchmarks scale [--out DIR] [--only NAME] [--modes default,strict,no-per-topic] [--series]
+    python -m benchmarks scale [--out DIR] [--only NAME] [--modes default,strict,no-per-topic,bytes] [--series]
 
-``--modes`` plans every case again in each request mode; ``--series`` runs the scaling series instead (the same
+``--modes`` plans every case again in each request mode (``bytes``: ``--objective bytes`` with the case's
+kafka-log-dirs sizes); ``--series`` runs the scaling series instead (the same
 skewed layout at 100k / 300k / 1M / 3M replicas) and prints the fitted exponent of time and memory.
 
 Each case's input is written once by ``flowbalance generate`` (cached in DIR). The worker then times every
@@ -46,6 +47,10 @@ CASES = {
     "kafka-history-1000-in-3-racks": (
         ["--brokers", "1000", "--racks", "3", "--rack-aware", "--layout", "kafka", "--history", "4", "--topics",
          "1000", "--partitions", "333-334", "--rf", "3", "--seed", "1"], {}, []),
+    # RF 3 -> 4 on every tenth topic (10 % of topics; the worker names them from the input)
+    "rf-change-10pct-topics": (
+        ["--brokers", "1000", "--topics", "1000", "--partitions", "333-334", "--rf", "3", "--layout", "balanced",
+         "--seed", "1"], {"rf_every_tenth_topic": 4}, []),
 }
 HEADLINE = "add-10-to-990"
 # the scaling series: the same layout (skewed, RF 3, about 1,000 replicas per broker) at four sizes
@@ -54,7 +59,8 @@ SERIES = {n: (["--brokers", str(n // 1000), "--topics", str(n // 1000), "--parti
 for _n, _case in SERIES.items():
     CASES[f"series-{_n // 1000}k"] = _case
 # request modes, each case planned again in each (``--modes``): plan keyword arguments
-MODES = {"default": {}, "strict": {"per_topic_mode": "strict"}, "no-per-topic": {"per_topic": False}}
+MODES = {"default": {}, "strict": {"per_topic_mode": "strict"}, "no-per-topic": {"per_topic": False},
+         "bytes": {"objective": "bytes"}}  # bytes: the sizes come from the case's kafka-log-dirs output
 
 
 def _peak_mib() -> float:
@@ -99,11 +105,20 @@ def _watch_stages(peaks: dict) -> None:
 
 def ensure_input(root: Path, name: str) -> Path:
     d = root / name
-    if not (d / "assignment.json").exists():
+    if not (d / "assignment.json").exists() or not (d / "logdirs.txt").exists():
         gen_args = CASES[name][0]
         subprocess.run([sys.executable, "-m", "flowbalance_cli", "generate", *gen_args, "--formats",
-                        "json,brokers", "-o", str(d)], check=True, stdout=subprocess.DEVNULL)
+                        "json,brokers,logdirs", "-o", str(d)], check=True, stdout=subprocess.DEVNULL)
     return d
+
+
+def _plan_kwargs(name: str, state) -> dict:
+    """The case's plan keyword arguments, with ``rf_every_tenth_topic`` turned into a topic -> RF map."""
+    kw = dict(CASES[name][1])
+    rf = kw.pop("rf_every_tenth_topic", None)
+    if rf is not None:
+        kw["replication_factor"] = {t: rf for t in state.topics[::10]}
+    return kw
 
 
 def worker(name: str, d: Path, mode: str = "default") -> dict:
@@ -119,7 +134,8 @@ def worker(name: str, d: Path, mode: str = "default") -> dict:
     read_reassignment_json(text, "assignment.json")
     out["parse_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    state = load_cluster(d / "assignment.json", brokers=d / "brokers.csv").state
+    sizes = d / "logdirs.txt" if mode == "bytes" else None
+    state = load_cluster(d / "assignment.json", brokers=d / "brokers.csv", sizes=sizes).state
     out["load_s"] = time.perf_counter() - t
     out["load_peak_mib"] = round(_peak_mib())
     out["replicas"] = state.num_replicas
@@ -127,7 +143,7 @@ def worker(name: str, d: Path, mode: str = "default") -> dict:
     stage_peaks: dict = {}
     _watch_stages(stage_peaks)
     t = time.perf_counter()
-    p = plan(state, **CASES[name][1], **MODES[mode])
+    p = plan(state, **_plan_kwargs(name, state), **MODES[mode])
     out["plan_s"] = time.perf_counter() - t
     out["stage_peak_mib"] = stage_peaks
     out["stages_s"] = {k: round(v, 3) for k, v in p.seconds.items()}

@@ -212,16 +212,23 @@ def _cell_costs(state: ClusterState, reps: np.ndarray, target_rf: np.ndarray, mo
 
 @SETTINGS
 @given(st.integers(3, 9), st.integers(0, 3), st.integers(1, 7), st.integers(0, 10_000),
-       st.sampled_from(["none", "remove", "rf"]), st.sampled_from(["moves first", "strict", "none"]))
-def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed, change, mode):
+       st.sampled_from(["none", "remove", "rf"]), st.sampled_from(["moves first", "strict", "none"]),
+       st.booleans())
+def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed, change, mode, pruned):
     """The split network (no partition nodes) against the pooled network on the same targets: where it applies
     and realizes, its plan is valid and as good at every level the mode ranks: moves, then the graded per-topic
-    excess (fewest moves first) or the per-topic units outside their intervals, then moves (strict)."""
-    from flowbalance.stages.split import balance_split
+    excess (fewest moves first) or the per-topic units outside their intervals, then moves (strict). With
+    ``pruned``, the split network is solved from its cheapest arcs and proven by potentials (``flow.pruned``), as
+    on large clusters."""
+    from unittest import mock
+
+    import flowbalance.stages.split as split_mod
 
     state, target_rf, movable = _random_change(n, racks, topics, seed, change, (1, 8))
     kw = dict(per_topic=mode != "none", topics_after_moves=mode == "moves first")
-    split = balance_split(state, target_rf, movable, **kw)
+    with mock.patch.object(split_mod, "PRUNE_FROM_ARCS", 0 if pruned else split_mod.PRUNE_FROM_ARCS), \
+            mock.patch.object(split_mod, "PRUNE_SLACK", 0 if pruned else split_mod.PRUNE_SLACK):
+        split = split_mod.balance_split(state, target_rf, movable, **kw)
     pooled = balance_pooled(state, target_rf, movable, **kw)
     if split is None or pooled.replicas is None:
         return

@@ -1,0 +1,113 @@
+"""Min-cost flow on a pruned network, proven optimal for the whole one by node potentials (column generation).
+
+Large networks of few nodes and millions of arcs (the split network: 3,000 nodes, 3,000,000 arcs at 1,000,000
+replicas) use a small share of their arcs in an optimum. ``solve_pruned`` solves the arcs ``keep`` selects,
+then proves the flow optimal for every arc: a feasible flow is a min-cost flow exactly when node potentials
+exist under which no arc of its residual network has negative reduced cost. The shortest distances in the
+pruned residual network (``potentials``: Bellman-Ford, all nodes starting at 0) are such potentials there; a
+left-out arc is then harmless when ``cost + d[tail] - d[head] >= 0``. The arcs that are not join the pruned
+network and it is solved again, up to ``rounds`` times; then the whole network is solved. The optimal cost is
+the whole network's either way (the flow may differ where optima tie).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .mincost import _solve
+from .network import Network
+
+
+def solve_pruned(net: Network, keep: np.ndarray, *, rounds: int = 6) -> tuple[np.ndarray, int, int] | None:
+    """(flow per arc in insertion order, optimal cost, pruned solves run: 0 when the whole network was solved),
+    or None when no flow meets the supplies. ``keep``: the arcs of the first pruned solve (bool per arc).
+
+    The pruned network may lack a path the whole one has, so it gets an extra node Z that takes any supply at a
+    cost above every path (``_bypass``) and hands it to any demand: it is always feasible, and a flow through Z
+    makes the left-out arcs that avoid it cheaper by reduced cost, so they join. An optimum that still uses Z
+    has no proof either way: the whole network is solved."""
+    tails, heads, caps, costs = net.arrays()
+    supply = net.supplies()
+    n = net.num_nodes
+    zt, zh, zc, zw = _bypass(supply, n, int(np.abs(costs).max(initial=0)))
+    keep = np.asarray(keep, dtype=bool).copy()
+    for attempt in range(1, rounds + 1):
+        sel = np.flatnonzero(keep)
+        t, h = np.concatenate([tails[sel], zt]), np.concatenate([heads[sel], zh])
+        c, w = np.concatenate([caps[sel], zc]), np.concatenate([costs[sel], zw])
+        res = _solve(t, h, c, w, np.append(supply, 0), n + 1)
+        if res is None:
+            return None  # Z joins every supply to every demand: only the supplies' totals can fail
+        d = potentials(n + 1, t, h, c, w, res[0])
+        if d is None:
+            break
+        out = np.flatnonzero(~keep)
+        bad = out[costs[out] + d[tails[out]] - d[heads[out]] < 0]
+        if len(bad) == 0:
+            if res[0][len(sel):].any():
+                break
+            flows = np.zeros(len(tails), dtype=np.int64)
+            flows[sel] = res[0][: len(sel)]
+            return flows, res[1], attempt
+        keep[bad] = True
+    res = _solve(tails, heads, caps, costs, supply, n)
+    return None if res is None else (res[0], res[1], 0)
+
+
+def _bypass(supply: np.ndarray, z: int, max_cost: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Arcs through the extra node ``z``: from every supply (cost above any simple path: nodes x max cost), to
+    every demand (cost 0)."""
+    src, dst = np.flatnonzero(supply > 0), np.flatnonzero(supply < 0)
+    big = (len(supply) + 1) * (max_cost + 1)
+    tails = np.concatenate([src, np.full(len(dst), z)])
+    heads = np.concatenate([np.full(len(src), z), dst])
+    caps = np.concatenate([supply[src], -supply[dst]])
+    costs = np.concatenate([np.full(len(src), big), np.zeros(len(dst), dtype=np.int64)])
+    return tails, heads, caps, costs
+
+
+def potentials(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, costs: np.ndarray,
+               flows: np.ndarray, *, max_passes: int | None = None) -> np.ndarray | None:
+    """Shortest distances in the residual network of ``flows`` from a virtual source joined to every node at
+    cost 0: ``d[v] <= d[u] + cost`` on every residual arc u → v. None when a negative cycle keeps them falling
+    (the flow was not optimal), or after ``max_passes`` Bellman-Ford passes (default: the node count)."""
+    fwd = flows < caps
+    bwd = flows > 0
+    rt = np.concatenate([tails[fwd], heads[bwd]])
+    rh = np.concatenate([heads[fwd], tails[bwd]])
+    rc = np.concatenate([costs[fwd], -costs[bwd]]).astype(np.int64)
+    order = np.argsort(rh, kind="stable")
+    rt, rh, rc = rt[order], rh[order], rc[order]
+    starts = np.flatnonzero(np.r_[True, rh[1:] != rh[:-1]]) if len(rh) else np.zeros(0, dtype=np.int64)
+    targets = rh[starts]
+    d = np.zeros(num_nodes, dtype=np.int64)
+    for _ in range(max_passes or num_nodes + 1):
+        if len(rh) == 0:
+            return d
+        best = np.minimum.reduceat(d[rt] + rc, starts)
+        lower = best < d[targets]
+        if not lower.any():
+            return d
+        d[targets[lower]] = best[lower]
+    return None
+
+
+def cheapest(group: np.ndarray, other: np.ndarray, level: np.ndarray, cap: np.ndarray, quota: np.ndarray,
+             oversample: float = 1.5) -> np.ndarray:
+    """Bool mask: per group g, its entries of the lowest cost levels (``level``: small ints, 0 cheapest) until
+    their capacity reaches ``quota[g]``. Of the level that reaches it, a share of about ``oversample`` times
+    what is still missing, drawn by a hash of (group, ``other``): groups that tie on the same other ends (every
+    pool on every broker with room) do not all pick the same few. Linear time: no sort."""
+    n_lev = int(level.max(initial=0)) + 1
+    n_grp = int(quota.shape[0])
+    key = group.astype(np.int64) * n_lev + level
+    at = np.bincount(key, weights=cap, minlength=n_grp * n_lev).reshape(n_grp, n_lev)
+    upto = np.cumsum(at, axis=1)
+    thr = (upto < quota[:, None]).sum(axis=1)  # the first level whose running capacity reaches the quota
+    before = np.where(thr > 0, upto[np.arange(n_grp), np.maximum(thr - 1, 0)], 0)
+    share = (quota - before) * oversample / np.maximum(at[np.arange(n_grp), np.minimum(thr, n_lev - 1)], 1)
+    g_thr = thr[group]
+    mix = (group.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ (other.astype(np.uint64)
+                                                                        * np.uint64(0xBF58476D1CE4E5B9))
+    mix ^= mix >> np.uint64(31)
+    draw = (mix >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+    return (level < g_thr) | ((level == g_thr) & (draw < share[group]))

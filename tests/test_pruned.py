@@ -1,0 +1,102 @@
+"""flow.pruned: a min-cost flow solved on a pruned network and proven for the whole one by potentials, checked
+against one solve of the whole network (OR-Tools) on random networks, feasible and not."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flowbalance.flow.mincost import try_min_cost
+from flowbalance.flow.network import Network
+from flowbalance.flow.pruned import cheapest, potentials, solve_pruned
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _random_network(seed: int, nodes: int, arcs: int, negative: bool) -> Network:
+    rng = np.random.default_rng(seed)
+    net = Network()
+    net.nodes(nodes)
+    tails, heads = rng.integers(0, nodes, arcs), rng.integers(0, nodes, arcs)
+    ok = tails != heads
+    low = -20 if negative else 0
+    net.add(tails[ok], heads[ok], rng.integers(0, 6, ok.sum()), rng.integers(low, 40, ok.sum()))
+    supply = np.zeros(nodes, dtype=np.int64)
+    for _ in range(rng.integers(1, 4)):
+        a, b = rng.choice(nodes, 2, replace=False)
+        k = int(rng.integers(1, 6))
+        supply[a] += k
+        supply[b] -= k
+    net.set_supply(supply)
+    return net
+
+
+@SETTINGS
+@given(st.integers(0, 100_000), st.integers(3, 12), st.integers(2, 60), st.floats(0, 1), st.booleans())
+def test_pruned_solve_equals_the_whole_solve(seed, nodes, arcs, share, negative):
+    """Whatever arcs the first pruned solve keeps, the answer is the whole network's: the same optimal cost, a
+    flow that meets every capacity and supply, or None exactly when the whole network has no feasible flow.
+    (Negative costs on random arcs can close negative cycles of capacity: the whole network's optimum uses
+    them too, and the potentials must still prove it.)"""
+    net = _random_network(seed, nodes, arcs, negative)
+    keep = np.random.default_rng(seed + 1).random(net.num_arcs) < share
+    whole = try_min_cost(net)
+    got = solve_pruned(net, keep)
+    assert (got is None) == (whole is None)
+    if got is None:
+        return
+    flows, cost, _ = got
+    tails, heads, caps, costs = net.arrays()
+    assert cost == whole[1] == int((flows * costs).sum())
+    assert ((flows >= 0) & (flows <= caps)).all()
+    balance = np.bincount(tails, weights=flows, minlength=net.num_nodes) - np.bincount(
+        heads, weights=flows, minlength=net.num_nodes)
+    assert np.array_equal(balance.astype(np.int64), net.supplies())
+
+
+@SETTINGS
+@given(st.integers(0, 100_000), st.integers(3, 12), st.integers(2, 60))
+def test_potentials_of_an_optimum_leave_no_negative_reduced_cost(seed, nodes, arcs):
+    """The distances ``potentials`` returns for an optimal flow are feasible potentials of its residual network
+    (every residual arc has a non-negative reduced cost), checked arc by arc in plain Python."""
+    net = _random_network(seed, nodes, arcs, negative=False)
+    res = try_min_cost(net)
+    if res is None:
+        return
+    tails, heads, caps, costs = net.arrays()
+    d = potentials(net.num_nodes, tails, heads, caps, costs, res[0])
+    assert d is not None
+    for t, h, c, w, f in zip(tails.tolist(), heads.tolist(), caps.tolist(), costs.tolist(), res[0].tolist()):
+        if f < c:
+            assert w + d[t] - d[h] >= 0
+        if f > 0:
+            assert -w + d[h] - d[t] >= 0
+
+
+def test_potentials_refuse_a_flow_with_a_negative_cycle():
+    """A flow that leaves a negative cycle in its residual network is not optimal: no potentials exist."""
+    tails, heads = np.array([0, 1, 2]), np.array([1, 2, 0])
+    caps, costs = np.array([1, 1, 1]), np.array([-1, -1, -1])
+    assert potentials(3, tails, heads, caps, costs, np.zeros(3, dtype=np.int64)) is None
+
+
+@SETTINGS
+@given(st.integers(0, 100_000), st.integers(1, 6), st.integers(1, 80))
+def test_cheapest_keeps_the_low_levels_whole_and_nothing_above(seed, groups, n):
+    """Per group: every entry of a level below the one whose running capacity reaches the quota is kept, none
+    above it; when the whole group falls short of its quota, everything is kept."""
+    rng = np.random.default_rng(seed)
+    group, other = rng.integers(0, groups, n), rng.integers(0, 50, n)
+    level, cap = rng.integers(0, 4, n), rng.integers(1, 5, n)
+    quota = rng.integers(0, 30, groups)
+    kept = cheapest(group, other, level, cap, quota)
+    for g in range(groups):
+        mine = group == g
+        running = 0
+        for lev in range(4):
+            at = mine & (level == lev)
+            if running >= quota[g]:
+                assert not kept[at].any()
+            elif running + cap[at].sum() < quota[g]:
+                assert kept[at].all()
+            running += int(cap[at].sum())
