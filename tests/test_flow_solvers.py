@@ -1,4 +1,4 @@
-"""The solvers against networkx on the same networks: scipy max flow, OR-Tools min-cost flow."""
+"""The solvers against networkx on the same networks: OR-Tools max flow and min-cost flow."""
 from __future__ import annotations
 
 import networkx as nx
@@ -23,7 +23,7 @@ def graphs(draw):
 
 @settings(max_examples=200, deadline=None)
 @given(graphs())
-def test_scipy_max_flow_equals_networkx(g):
+def test_max_flow_equals_networkx(g):
     n, pairs, caps, _ = g
     if not pairs:
         return
