@@ -17,15 +17,17 @@ from .mincost import _solve
 from .network import Network
 
 
-def solve_pruned(net: Network, keep: np.ndarray, *, rounds: int = 6) -> tuple[np.ndarray, int, int] | None:
+def solve_pruned(net: Network, keep: np.ndarray, *, rounds: int = 6, arrays: tuple | None = None
+                 ) -> tuple[np.ndarray, int, int] | None:
     """(flow per arc in insertion order, optimal cost, pruned solves run: 0 when the whole network was solved),
     or None when no flow meets the supplies. ``keep``: the arcs of the first pruned solve (bool per arc).
 
     The pruned network may lack a path the whole one has, so it gets an extra node Z that takes any supply at a
     cost above every path (``_bypass``) and hands it to any demand: it is always feasible, and a flow through Z
     makes the left-out arcs that avoid it cheaper by reduced cost, so they join. An optimum that still uses Z
-    has no proof either way: the whole network is solved."""
-    tails, heads, caps, costs = net.arrays()
+    has no proof either way: the whole network is solved. ``arrays``: ``net.arrays()`` when the caller already
+    has them (concatenating millions of arcs twice is not free)."""
+    tails, heads, caps, costs = arrays if arrays is not None else net.arrays()
     supply = net.supplies()
     n = net.num_nodes
     zt, zh, zc, zw = _bypass(supply, n, int(np.abs(costs).max(initial=0)))

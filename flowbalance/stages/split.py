@@ -107,7 +107,7 @@ def _solve(net: Network, arcs: "_Arcs", need: np.ndarray) -> tuple[np.ndarray, i
     quota = quota + np.bincount(heads[kept], weights=caps[kept], minlength=net.num_nodes).astype(np.int64)
     keep[a] = (cheapest(tails[a], heads[a], arcs.arrive_level, caps[a], quota)
                | cheapest(heads[a], tails[a], arcs.arrive_level, caps[a], quota))
-    res = solve_pruned(net, keep)
+    res = solve_pruned(net, keep, arrays=(tails, heads, caps, costs))
     return None if res is None else res[:2]
 
 
