@@ -210,10 +210,11 @@ def graded_move_cost(total: int) -> int:
 
 
 def graded_arcs(net: Network, tails: np.ndarray, heads: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                 limit: np.ndarray) -> None:
+                 limit: np.ndarray, scale: int = 1) -> None:
     """A soft interval [lo, hi] whose cost grows with the distance: the d-th unit above hi costs min(d, STEPS+1),
     the d-th unit missing below lo as much (a convex cost, so a min-cost flow spreads a topic's excess over brokers
-    instead of piling it on one: a flat penalty per unit is indifferent between the two)."""
+    instead of piling it on one: a flat penalty per unit is indifferent between the two); every cost times
+    ``scale``."""
     lo = np.minimum(np.maximum(lo, 0), limit)
     hi = np.minimum(np.maximum(hi, lo), limit)
     S = TOPIC_STEPS
@@ -230,7 +231,7 @@ def graded_arcs(net: Network, tails: np.ndarray, heads: np.ndarray, lo: np.ndarr
     for cap, cost in segs:
         keep = cap > 0
         if keep.any():
-            net.add(tails[keep], heads[keep], cap[keep], cost)
+            net.add(tails[keep], heads[keep], cap[keep], cost * scale)
 
 
 def widen(lo: np.ndarray, hi: np.ndarray, slack: int) -> tuple[np.ndarray, np.ndarray]:
