@@ -9,6 +9,7 @@ excess + leadership changes) equals the least any choice reaches.
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
@@ -16,7 +17,8 @@ from hypothesis import strategies as st
 
 import flowbalance.stages.leaders as leaders
 from flowbalance.model import Brokers, ClusterState
-from flowbalance.stages.common import TOPIC_STEPS
+from flowbalance.flow.mincost import try_min_cost
+from flowbalance.stages.common import TOPIC_STEPS, StageInput
 
 N_BROKERS = 4
 
@@ -88,6 +90,7 @@ def test_soft_topics_match_brute_force(case):
     finally:
         leaders._network = real_network
     assert sorted(map(sorted, out.tolist())) == sorted(map(sorted, rows))  # only the order changes
+    _check_counting_skip(state, movable)
     if best is None:  # the brokers cannot be balanced: the all-soft solve (4) ran
         assert used[-1] is None
         return
@@ -104,6 +107,21 @@ def test_soft_topics_match_brute_force(case):
             excess += sum(_graded(int(x), n // N_BROKERS, -(-n // N_BROKERS)) for x in cell)
         changes = sum(1 for r, o in zip(out.tolist(), rows) if r[0] != o[0])
         assert leaders.TOPIC_WEIGHT * excess + changes == best
+
+
+def _check_counting_skip(state: ClusterState, movable: np.ndarray) -> None:
+    """When the counting check says some broker cannot reach its floor under the raised ceilings, the raised
+    networks (solve 2, either floor) really have no flow: skipping them never skips a feasible solve."""
+    pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
+    if not len(pb.cells):
+        return
+    raised = pb.cell_hi + leaders._topic_raise(pb)[pb.cells // pb.NL]
+    available = np.bincount(pb.cell[pb.cell >= 0], minlength=len(pb.cells))
+    if leaders._brokers_can_fill(pb, np.minimum(raised, available)):
+        return
+    for floor in (np.minimum(pb.cell_lo, available), np.zeros_like(pb.cell_lo)):
+        net, _ = leaders._network(replace(pb, cell_lo=floor, cell_hi=np.maximum(raised, floor)), pb.cost)
+        assert try_min_cost(net) is None
 
 
 def test_soft_topics_run_when_a_broker_holds_one_topic():

@@ -12,7 +12,8 @@ Solves, cheapest first; each later one runs only when the ones before it have no
    grown over time) cannot meet ±1. Per topic, the least raise d_t of its ceilings that lets the topic alone give
    every partition a leader (one max flow per raise, all topics at once: they are independent there); then (1)
    with those ceilings, floors cut to the candidates a cell has (then dropped, if still infeasible). Each topic's
-   leaders then sit at most d_t above its ceiling on any broker, the least any choice gives that topic;
+   leaders then sit at most d_t above its ceiling on any broker, the least any choice gives that topic. Skipped
+   when counting shows a broker that cannot reach its floor with those ceilings (no flow exists then);
 3. **topics soft**: the replica sets cannot balance the brokers' leaders within those ceilings (a stage before
    chose the sets without per-topic balance: a broker may hold replicas of only a few topics and must lead many
    of their partitions). Broker intervals stay hard; each (topic, broker) interval becomes graded soft: the d-th
@@ -115,7 +116,8 @@ def _choose(pb: _Problem) -> np.ndarray:
     if len(pb.cells):
         raised = pb.cell_hi + _topic_raise(pb)[pb.cells // pb.NL]
         available = np.bincount(pb.cell[pb.cell >= 0], minlength=len(pb.cells))
-        for floor in (np.minimum(pb.cell_lo, available), np.zeros_like(pb.cell_lo)):
+        floors = (np.minimum(pb.cell_lo, available), np.zeros_like(pb.cell_lo))
+        for floor in floors if _brokers_can_fill(pb, np.minimum(raised, available)) else ():
             net, cand = _network(replace(pb, cell_lo=floor, cell_hi=np.maximum(raised, floor)), pb.cost)
             res = try_min_cost(net)
             if res is not None:
@@ -127,6 +129,15 @@ def _choose(pb: _Problem) -> np.ndarray:
     nodes = pb.Pm + pb.NL + len(pb.cells) + 1
     net, cand = _network(pb, pb.cost, soft_levels=penalties(1, pb.P, nodes, 2))
     return solve_min_cost(net)[0][cand]
+
+
+def _brokers_can_fill(pb: _Problem, cell_room: np.ndarray) -> bool:
+    """Whether every broker can reach its leader floor with at most ``cell_room`` leaders from each of its cells
+    (a counting check: when it fails no flow exists, and a min-cost solve takes seconds to find that out at
+    1,000,000 replicas; when it passes the solve decides)."""
+    direct = np.bincount(pb.lp[pb.cell < 0], minlength=pb.NL)
+    room = direct + np.bincount(pb.cells % pb.NL, weights=cell_room, minlength=pb.NL).astype(np.int64)
+    return bool((room >= pb.lo).all())
 
 
 def _topic_raise(pb: _Problem) -> np.ndarray:
