@@ -335,3 +335,24 @@ def test_chain_stage_keeps_what_the_chain_checks(racks, request_fields):
     assert ev.worst <= ev.baseline_worst and ev.bound <= ev.worst
     assert ev.worst == measure(ctx.current).failover.worst[1]
     assert ctx.notes[-1] == ev.note and ev.note.startswith("failover (stage 4): worst single-broker spread")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_options_are_every_live_ordered_pair_in_order(seed):
+    """The (row, leader, follower) options, built without a sort, against a plain enumeration: every ordered
+    pair of distinct live replicas of each row (padding and removed brokers left out), sorted."""
+    from flowbalance.stages.failover_problem import _options
+
+    rng = np.random.default_rng(seed)
+    n, rows, width = int(rng.integers(5, 9)), int(rng.integers(1, 30)), int(rng.integers(2, 5))
+    sub = np.full((rows, width), PAD, dtype=np.int64)
+    for r in range(rows):
+        k = int(rng.integers(1, width + 1))
+        sub[r, rng.permutation(width)[:k]] = rng.choice(n, size=k, replace=False)
+    is_live = np.append(rng.random(n) < 0.8, False)
+    want = sorted((r, int(sub[r, i]), int(sub[r, j]), i, j) for r in range(rows) for i in range(width)
+                  for j in range(width) if i != j and sub[r, i] != PAD and sub[r, j] != PAD
+                  and is_live[sub[r, i]] and is_live[sub[r, j]])
+    r, lead, follow, ci, cj, start = _options(sub, is_live)
+    assert list(zip(r.tolist(), lead.tolist(), follow.tolist(), ci.tolist(), cj.tolist())) == want
+    assert start.tolist() == [sum(1 for w in want if w[0] < k) for k in range(rows + 1)]

@@ -126,22 +126,20 @@ def _survivors(live: np.ndarray) -> np.ndarray:
 
 def _options(sub: np.ndarray, is_live: np.ndarray) -> tuple[np.ndarray, ...]:
     """Every ordered pair of distinct live replicas of each row, sorted by (row, leader, follower): (row, leader,
-    follower, their columns, start of each row's options)."""
-    K = sub.shape[1]
-    parts = []
-    for i in range(K):
-        for j in range(K):
-            if i != j:
-                r = np.flatnonzero(is_live[sub[:, i]] & is_live[sub[:, j]])
-                parts.append((r, np.full(len(r), i), np.full(len(r), j)))
-    r = np.concatenate([p[0] for p in parts])
-    ci = np.concatenate([p[1] for p in parts])
-    cj = np.concatenate([p[2] for p in parts])
-    lb, fb = sub[r, ci].astype(np.int64), sub[r, cj].astype(np.int64)
-    order = np.lexsort((fb, lb, r))
-    r, ci, cj, lb, fb = r[order], ci[order], cj[order], lb[order], fb[order]
-    start = np.searchsorted(r, np.arange(len(sub) + 1))
-    return r.astype(np.int64), lb, fb, ci.astype(np.int64), cj.astype(np.int64), start.astype(np.int64)
+    follower, their columns, start of each row's options). Built in that order without a sort: each row's columns
+    are ranked by broker (padding, -1, first), and the (rank i, rank j) pairs, i != j, taken in lexicographic
+    order are then ordered by leader, then follower."""
+    P, K = sub.shape
+    col = np.argsort(sub, axis=1, kind="stable")  # column of each rank: brokers ascending within the row
+    ranked = np.take_along_axis(sub, col, axis=1)
+    pi, pj = (a.ravel() for a in np.nonzero(~np.eye(K, dtype=bool)))  # (i, j) pairs, lexicographic
+    ci, cj = col[:, pi], col[:, pj]  # [P, K(K-1)]: the pairs' columns in each row
+    lb, fb = ranked[:, pi], ranked[:, pj]
+    ok = is_live[lb] & is_live[fb]
+    r = np.nonzero(ok)[0]
+    start = np.searchsorted(r, np.arange(P + 1))
+    return (r.astype(np.int64), lb[ok].astype(np.int64), fb[ok].astype(np.int64), ci[ok].astype(np.int64),
+            cj[ok].astype(np.int64), start.astype(np.int64))
 
 
 def find_options(opts: tuple[np.ndarray, np.ndarray, np.ndarray], N: int, frow: np.ndarray, lead: np.ndarray,
