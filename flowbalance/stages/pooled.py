@@ -263,12 +263,13 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
     gp = np.searchsorted(pools, g_pool)
     n_slots = s_len[gp]
     # slot units: each slot group repeated by its capacity; a pool has as many slot units as units. Within a pool
-    # they take turns by broker (every broker's first slot, then every second one, ...), so a window of w slot
-    # units sees up to w different brokers: a partition sending several units into one large pool (one pool per
-    # rack without per-topic balance) finds distinct brokers within a small window
+    # each broker's slot units are spread evenly over the pool's sequence (the i-th of c at (i + 1/2) / c), so any
+    # window of w slot units sees the brokers in proportion to their arrivals, never a run of one broker: a
+    # partition sending several units into one large pool (one pool per rack without per-topic balance) finds
+    # distinct brokers within a small window
     su = np.repeat(np.arange(len(skeys)), scap)
-    turn = np.arange(len(su)) - np.repeat(np.cumsum(scap) - scap, scap)
-    su = su[np.lexsort((su, turn, s_pool[su]))]
+    rank = np.arange(len(su)) - np.repeat(np.cumsum(scap) - scap, scap)
+    su = su[np.lexsort((su, (2 * rank + 1) / (2 * scap[su]), s_pool[su]))]
     su_len = np.bincount(np.searchsorted(pools, s_pool), weights=scap, minlength=len(pools)).astype(np.int64)
     su_start = np.cumsum(su_len) - su_len
     pos = np.cumsum(gdem) - gdem - su_start[gp]  # first unit of each group, counted within its pool
