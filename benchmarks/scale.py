@@ -222,7 +222,12 @@ def _print_exponents(rows: list[dict]) -> None:
         y = [math.log(max(r[key], 1e-6)) for r in rows]
         mx, my = sum(x) / len(x), sum(y) / len(y)
         slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
-        print(f"scaling exponent of {label} in replicas: {slope:.2f}", flush=True)
+        # step by step too: one slow small case (a stage that spends a fixed budget) hides the growth at the top
+        k = [f"{round(r['replicas'], -3) // 1000:,}k" for r in rows]
+        steps = ", ".join(f"{k[i]} -> {k[i + 1]} {(y[i + 1] - y[i]) / (x[i + 1] - x[i]):.2f}"
+                          for i in range(len(rows) - 1))
+        print(f"scaling exponent of {label} in replicas: {slope:.2f} (least squares); per step: {steps}",
+              flush=True)
 
 
 def _print_row(res: dict) -> None:
