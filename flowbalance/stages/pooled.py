@@ -241,7 +241,7 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
 
     A min-cost flow: unit groups (p, pool) → (pool, broker) slots. Costs are a small tie-break: a unit prefers a
     broker that is rarely the partner of its partition's leader (helps stage 3), and a partition of a replaced
-    broker prefers the replacement. Each unit first sees a window of the pool's slots; the window doubles until
+    broker prefers the replacement. Each unit first sees a window of the pool's slots; the window grows fourfold until
     the flow is saturated or covers the whole pool."""
     U = len(unit_p)
     if U == 0:
