@@ -210,6 +210,17 @@ def _cell_costs(state: ClusterState, reps: np.ndarray, target_rf: np.ndarray, mo
     return graded, outside
 
 
+def _split(state: ClusterState, target_rf: np.ndarray, movable: np.ndarray, *, per_topic: bool = True,
+           topics_after_moves: bool = False):
+    """``balance_split`` on the default targets of stage 1 (rack rule, broker intervals, no slack)."""
+    from flowbalance.stages.split import balance_split
+    from flowbalance.stages.stage_targets import stage_targets
+
+    tg = stage_targets(state, target_rf, movable, per_topic=per_topic, racks=True, count_targets=True,
+                       topic_slack=0, lower_bound=None)
+    return balance_split(state, tg, topics_after_moves=topics_after_moves)
+
+
 @SETTINGS
 @given(st.integers(3, 9), st.integers(0, 3), st.integers(1, 7), st.integers(0, 10_000),
        st.sampled_from(["none", "remove", "rf"]), st.sampled_from(["moves first", "strict", "none"]),
@@ -228,7 +239,7 @@ def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed,
     kw = dict(per_topic=mode != "none", topics_after_moves=mode == "moves first")
     with mock.patch.object(split_mod, "PRUNE_FROM_ARCS", 0 if pruned else split_mod.PRUNE_FROM_ARCS), \
             mock.patch.object(split_mod, "PRUNE_SLACK", 0 if pruned else split_mod.PRUNE_SLACK):
-        split = split_mod.balance_split(state, target_rf, movable, **kw)
+        split = _split(state, target_rf, movable, **kw)
     pooled = balance_pooled(state, target_rf, movable, **kw)
     if split is None or pooled.replicas is None:
         return
@@ -248,12 +259,10 @@ def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed,
 def test_split_network_leaves_rf_decreases_to_the_pooled_network():
     """A partition that must lose a replica needs the choice of which one: the split network does not apply, and
     the planner still plans it (pooled network, or the keep network when that cannot be realized)."""
-    from flowbalance.stages.split import balance_split
-
     state = generate_cluster(brokers=6, topics=3, partitions=(4, 6), rf=3, seed=4)
     target_rf = np.full(state.num_partitions, 2, dtype=np.int64)
     movable = np.ones(state.num_partitions, dtype=bool)
-    assert balance_split(state, target_rf, movable) is None
+    assert _split(state, target_rf, movable) is None
     p = plan(state, replication_factor=2)
     assert not any("split network" in n for n in p.certificate.notes)
     assert any("pooled" in n for n in p.certificate.notes)
@@ -264,11 +273,9 @@ def test_method_md_split_example():
     """docs/method.md's split-network example: p0, p1, p2 of topic t on brokers {0, 1}, broker 2 new. Brokers 0 and
     1 each release one unit; broker 0's cell gives p0, broker 1's would give p0 too but passes to p1 (a partition
     that left once is passed over), so broker 2 receives p0 and p1: two moves, M* = 2."""
-    from flowbalance.stages.split import balance_split
-
     br = Brokers.build([0, 1, 2], None)
     state = ClusterState.build(br, ["t"] * 3, [0, 1, 2], np.array([[0, 1], [0, 1], [0, 1]]))
     movable = np.ones(3, dtype=bool)
-    res = balance_split(state, state.rf.astype(np.int64), movable, topics_after_moves=True)
+    res = _split(state, state.rf.astype(np.int64), movable, topics_after_moves=True)
     assert res is not None and res.moves == 2
     assert [sorted(r) for r in res.replicas.tolist()] == [[1, 2], [0, 2], [0, 1]]

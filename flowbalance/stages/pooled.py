@@ -26,7 +26,7 @@ from ..flow.network import Network, convex_arcs
 from ..model import ClusterState
 from ..racks import rack_bounds
 from .common import apply_changes_arrays, graded_arcs, graded_move_cost, pair_counts, penalties
-from .stage_targets import stage_targets
+from .stage_targets import StageTargets, stage_targets
 
 # realization arcs built at once before the candidate brokers per unit are limited (and enlarged on failure)
 _REALIZE_ARCS = 4_000_000
@@ -64,6 +64,7 @@ def balance_pooled(
     topics_after_moves: bool = False,
     move_weight: int | None = None,
     topic_slack: int = 0,
+    targets: StageTargets | None = None,
 ) -> PooledResult:
     """Solve the pooled network, then realize its pooled units as concrete arrivals.
 
@@ -77,9 +78,11 @@ def balance_pooled(
     ``move_cost`` (int64 per movable partition) replaces the unit cost of a move (the bytes objective); then
     ``achieved`` (an earlier plan) widens every interval to that plan's counts and the intervals are hard, so the
     earlier plan stays feasible and no penalty is needed. ``count_targets=False`` drops the broker intervals
-    (``--balance bytes``: only what must move moves; the disk stage places by bytes)."""
-    tg = stage_targets(state, target_rf, movable, per_topic=per_topic, racks=racks, count_targets=count_targets,
-                       topic_slack=topic_slack, lower_bound=lower_bound, achieved=achieved)
+    (``--balance bytes``: only what must move moves; the disk stage places by bytes). ``targets``: what
+    ``stage_targets`` gives for these parameters, when the caller has it already (not computed again)."""
+    tg = targets if targets is not None else stage_targets(
+        state, target_rf, movable, per_topic=per_topic, racks=racks, count_targets=count_targets,
+        topic_slack=topic_slack, lower_bound=lower_bound, achieved=achieved)
     si = tg.si
     b, N, live_idx, lpos, NL, idx, mov, Pm = si.b, si.N, si.live_idx, si.lpos, si.NL, si.idx, si.mov, si.Pm
     if Pm == 0:
@@ -221,7 +224,7 @@ def balance_pooled(
         return balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
                               lower_bound=lower_bound, allow_prune=False, move_cost=move_cost, achieved=achieved,
                               count_targets=count_targets, topics_after_moves=topics_after_moves,
-                              move_weight=move_weight, topic_slack=topic_slack)
+                              move_weight=move_weight, topic_slack=topic_slack, targets=tg)
     if got is None:
         return PooledResult(replicas=None, moves=moves, pruned=prune, rack_forced=forced_racks is not None, bound=lower_bound, arcs=net.num_arcs, nodes=net.num_nodes,
                             realize_rounds=rounds)

@@ -61,13 +61,16 @@ def balance_replicas(
     ``count_targets=False``: no broker intervals, only what must move moves (``--balance bytes``).
     ``topics_after_moves``: per-topic balance ranks below the number of moves (see ``balance_pooled``), in the
     keep fallback too; ``move_weight``: what a move is worth in graded per-topic excess (see ``balance_pooled``)."""
-    kw = dict(per_topic=per_topic, racks=racks, prefer=prefer, lower_bound=lower_bound, count_targets=count_targets,
-              topics_after_moves=topics_after_moves, move_weight=move_weight, topic_slack=topic_slack)
-    split = balance_split(state, target_rf, movable, **kw)
+    tg = stage_targets(state, target_rf, movable, per_topic=per_topic, racks=racks, count_targets=count_targets,
+                       topic_slack=topic_slack, lower_bound=lower_bound)  # once, for the split and pooled networks
+    split = balance_split(state, tg, prefer=prefer, topics_after_moves=topics_after_moves, move_weight=move_weight)
     if split is not None:
         return ReplicaResult(replicas=split.replicas, arcs=split.arcs, nodes=split.nodes, network="split",
                              flow_bound=split.moves, rack_forced=split.rack_forced, bound=split.bound)
-    pooled = balance_pooled(state, target_rf, movable, **kw)
+    pooled = balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
+                            lower_bound=lower_bound, count_targets=count_targets,
+                            topics_after_moves=topics_after_moves, move_weight=move_weight, topic_slack=topic_slack,
+                            targets=tg)
     if pooled.replicas is not None:
         return ReplicaResult(replicas=pooled.replicas, arcs=pooled.arcs, nodes=pooled.nodes, network="pooled",
                              flow_bound=pooled.moves, pruned=pooled.pruned, rack_forced=pooled.rack_forced,
@@ -79,7 +82,7 @@ def balance_replicas(
             f"{int(movable.sum()) * live:,} arcs; plan fewer topics at a time (a topic scope) and report this case")
     res = balance_keep(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
                        count_targets=count_targets, topics_after_moves=topics_after_moves, move_weight=move_weight,
-                            topic_slack=topic_slack)
+                       topic_slack=topic_slack)
     res.flow_bound = pooled.moves
     return res
 

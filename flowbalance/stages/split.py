@@ -36,31 +36,18 @@ from ..racks import rack_bounds
 from ..targets import min_arrivals
 from .common import TOPIC_STEPS, apply_changes_arrays, graded_move_cost, pair_counts, penalties
 from .pooled import PooledResult, _prefer_bonus, realize
-from .stage_targets import StageTargets, stage_targets
+from .stage_targets import StageTargets
 
 _NEG_INF = np.iinfo(np.int64).min // 4
 PRUNE_FROM_ARCS = 200_000  # networks this large are solved pruned first
 PRUNE_SLACK = 32  # units of release / arrival arcs kept per node beyond its need in the first pruned solve
 
 
-def balance_split(
-    state: ClusterState,
-    target_rf: np.ndarray,
-    movable: np.ndarray,
-    *,
-    per_topic: bool = True,
-    racks: bool = True,
-    prefer: dict[int, int] | None = None,
-    lower_bound: int | None = None,
-    count_targets: bool = True,
-    topics_after_moves: bool = False,
-    move_weight: int | None = None,
-    topic_slack: int = 0,
-) -> PooledResult | None:
-    """Solve the split network and realize it; None when it does not apply (a partition must lose a replica, or
-    the rack rule leaves racks free) or its optimum could not be realized. Parameters as ``balance_pooled``."""
-    tg = stage_targets(state, target_rf, movable, per_topic=per_topic, racks=racks, count_targets=count_targets,
-                       topic_slack=topic_slack, lower_bound=lower_bound)
+def balance_split(state: ClusterState, tg: StageTargets, *, prefer: dict[int, int] | None = None,
+                  topics_after_moves: bool = False, move_weight: int | None = None) -> PooledResult | None:
+    """Solve the split network for the targets ``tg`` (``stage_targets``) and realize it; None when it does not
+    apply (a partition must lose a replica, or the rack rule leaves racks free) or its optimum could not be
+    realized. ``prefer``, ``topics_after_moves``, ``move_weight``: as ``balance_pooled``."""
     if tg.si.Pm == 0 or (tg.use_racks and not tg.forced):
         return None
     deficit = _deficits(tg)
