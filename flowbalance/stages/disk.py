@@ -20,6 +20,7 @@ from ..model import ClusterState
 from ..targets import intervals
 from ..racks import rack_bounds
 from .common import apply_changes_arrays, live_positions, rack_forced_intervals, share_intervals
+from .disk_entries import EntryIndex, slots_of
 from .disk_problem import DiskProblem, DiskScore, bytes_lower_bound, disk_use, replica_use, score
 
 _ROUNDS = 2000  # a bound on rounds (each removes excess; it is never reached in the benchmarks)
@@ -174,6 +175,7 @@ def improve(p: DiskProblem) -> tuple[np.ndarray, int]:
         r, c = np.nonzero(assign >= 0)
         tc = np.bincount(p.topic[r] * NL + assign[r, c], minlength=T * NL).reshape(T, NL)
     scale = max(float(d.mean()), 1.0)
+    index = EntryIndex(p, assign)
     rounds = 0
     while rounds < _ROUNDS:
         cap_x = np.maximum(d - cap, 0)
@@ -190,16 +192,8 @@ def improve(p: DiskProblem) -> tuple[np.ndarray, int]:
         recv = recv[room[recv] > 0]
         if not len(recv):
             break
-        # entries (row, slot) on the brokers of this round, sorted by broker then size
-        er, es = np.nonzero(assign >= 0)
-        eb = assign[er, es]
-        keep = np.isin(eb, donors) | np.isin(eb, recv)
-        er, es, eb = er[keep], es[keep], eb[keep]
-        o = np.lexsort((er, size[er], eb))
-        er, es, eb = er[o], es[o], eb[o]
-        first = np.searchsorted(eb, np.arange(NL))
-        last = np.searchsorted(eb, np.arange(NL), side="right")
-        cand = _candidates(p, assign, d, cnt, tc, cap, donors, recv, er, es, eb, first, last, size, in_orig, K)
+        index.sync(assign)
+        cand = _candidates(p, assign, d, cnt, tc, cap, donors, recv, index, size, in_orig, K)
         if cand is None:
             break
         pair_o, pair_c, gain_cap, gain_tol, dbytes, mv = cand
@@ -230,7 +224,7 @@ def improve(p: DiskProblem) -> tuple[np.ndarray, int]:
             chosen = pick[rows, cols]
             best[rows, cols] = -np.inf
             for k in chosen[np.argsort(-val[chosen], kind="stable")].tolist():
-                if _apply(p, assign, mv[k], d, cnt, tc, cap, in_orig):
+                if _apply(p, assign, mv[k], d, cnt, tc, cap, in_orig, index):
                     applied += 1
         if applied == 0:
             break
@@ -255,12 +249,12 @@ def _membership_test(p: DiskProblem):
     return test
 
 
-def _candidates(p, assign, d, cnt, tc, cap, donors, recv, er, es, eb, first, last, size, in_orig, K):
+def _candidates(p, assign, d, cnt, tc, cap, donors, recv, index: EntryIndex, size, in_orig, K):
     """Candidate transfers for every (donor, receiver) pair, checked; arrays of (donor, receiver, capacity gain,
     tolerance gain, Δbytes, move) where a move is (row_out, slot_out, to, row_in, slot_in, back), row_in = -1
     for a plain move. Per pair: the donor's replicas nearest the ideal size (the excess, or the receiver's room
     when smaller), moved alone, swapped with the receiver's smallest replica of the same topic, or swapped with
-    one of the receiver's smallest replicas."""
+    one of the receiver's smallest replicas. The replicas are looked up in ``index`` (sorted by broker, size)."""
     po = np.repeat(donors, len(recv))
     pc = np.tile(recv, len(donors))
     lim = np.minimum(cap, p.upper)
@@ -269,24 +263,18 @@ def _candidates(p, assign, d, cnt, tc, cap, donors, recv, er, es, eb, first, las
     move_ok = np.ones(len(po), dtype=bool)
     if p.count_lo is not None:
         move_ok = (cnt[po] - 1 >= p.count_lo[po]) & (cnt[pc] + 1 <= p.count_hi[pc])
-    NL = p.num_brokers
-    # entries by (topic, broker, size): a swap partner of p's topic on the receiver of the best-fitting size
-    tkey = p.topic[er] * NL + eb
-    o = np.lexsort((size[er], tkey))
-    uniq = np.unique(size[er])
-    n_u = len(uniq) + 1
-    t_sorted = tkey[o] * n_u + np.searchsorted(uniq, size[er][o])
-    lo_i, hi_i = first[po], last[po]
+    lo_i, hi_i = index.bounds(po)
+    lo_c, hi_c = index.bounds(pc)
     out = []
     for kind in ("move", "topic", "top", 0, 1, 2):
         if kind in ("move", "topic", "top"):
             q_size = np.zeros(len(pc), dtype=np.int64)
         else:
-            j = first[pc] + kind
-            valid_q = j < last[pc]
+            j = lo_c + kind
+            valid_q = j < hi_c
             qe = np.where(valid_q, j, 0)
-            q_size = np.where(valid_q, size[er[qe]], 0)
-        pos = _search_sizes(size[er], eb, po, lo_i, hi_i, ideal + q_size) if kind != "top" else hi_i - _NEAR
+            q_size = np.where(valid_q, size[index.b_rows(qe)], 0)
+        pos = np.clip(index.first_at_least(po, ideal + q_size), lo_i, hi_i) if kind != "top" else hi_i - _NEAR
         for off in range(-_NEAR, _NEAR) if kind != "top" else range(_NEAR):
             j = pos + off
             valid = (j >= lo_i) & (j < hi_i)
@@ -299,26 +287,21 @@ def _candidates(p, assign, d, cnt, tc, cap, donors, recv, er, es, eb, first, las
                 continue
             e_out = j[sel]
             o_b, c_b = po[sel], pc[sel]
-            r_out, s_out = er[e_out], es[e_out]
+            r_out = index.b_rows(e_out)
+            s_out = slots_of(assign, r_out, o_b)
             if kind == "move":
                 r_in = np.full(len(sel), -1, dtype=np.int64)
                 s_in = r_in.copy()
             else:
                 if kind in ("topic", "top"):
                     # the largest replica of p's topic on the receiver with size <= s_p - ideal (else the smallest)
-                    k = p.topic[r_out] * NL + c_b
-                    want = np.searchsorted(uniq, np.maximum(size[r_out] - ideal[sel], 0), side="right")
-                    at = np.searchsorted(t_sorted, k * n_u + want) - 1
-                    lo_k = np.searchsorted(t_sorted, k * n_u)
-                    at = np.where(at >= lo_k, at, lo_k)
-                    atc = np.minimum(at, max(len(o) - 1, 0))
-                    hit = (tkey[o[atc]] == k) if len(o) else np.zeros(len(k), bool)
-                    e_in = o[atc] if len(o) else np.zeros(len(k), np.int64)
+                    at, hit = index.topic_at_most(p.topic[r_out], c_b, np.maximum(size[r_out] - ideal[sel], 0))
+                    r_in = index.t_entries(at)[0]
                 else:
-                    e_in = qe[sel]
+                    r_in = index.b_rows(qe[sel])
                     hit = np.ones(len(sel), dtype=bool)
-                o_b, c_b, r_out, s_out, e_in = (x[hit] for x in (o_b, c_b, r_out, s_out, e_in))
-                r_in, s_in = er[e_in], es[e_in]
+                o_b, c_b, r_out, s_out, r_in = (x[hit] for x in (o_b, c_b, r_out, s_out, r_in))
+                s_in = slots_of(assign, r_in, c_b)
             out.append(_check(p, assign, d, cap, tc, o_b, c_b, r_out, s_out, r_in, s_in, size, in_orig, K))
     out = [x for x in out if len(x[0])]
     if not out:
@@ -350,17 +333,6 @@ def _check(p, assign, d, cap, tc, o_b, c_b, r_out, s_out, r_in, s_in, size, in_o
     return o_b, c_b, g_cap, g_tol, db, mv
 
 
-def _search_sizes(sizes: np.ndarray, brokers: np.ndarray, want_b: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                  target: np.ndarray) -> np.ndarray:
-    """Per pair, the first entry of broker ``want_b`` (entries sorted by broker, then size) with size >= target;
-    ``hi`` when there is none. Searches all segments at once on (broker, size rank) keys."""
-    uniq = np.unique(sizes)
-    n = len(uniq) + 1
-    key = brokers.astype(np.int64) * n + np.searchsorted(uniq, sizes)
-    pos = np.searchsorted(key, want_b.astype(np.int64) * n + np.searchsorted(uniq, target))
-    return np.clip(pos, lo, hi)
-
-
 def _can_go(p: DiskProblem, assign: np.ndarray, rows: np.ndarray, frm: np.ndarray, to: np.ndarray, K: int
             ) -> np.ndarray:
     """A replica of each row may move from ``frm`` to ``to``: not held there already, rack limits kept."""
@@ -387,7 +359,7 @@ def _topic_ok(p, tc, r_out, r_in, o_b, c_b) -> np.ndarray:
     return ok
 
 
-def _apply(p, assign, mv, d, cnt, tc, cap, in_orig) -> bool:
+def _apply(p, assign, mv, d, cnt, tc, cap, in_orig, index: EntryIndex | None = None) -> bool:
     """Apply one transfer if it is still valid after the transfers applied before it in this round."""
     r_out, s_out, c_b, r_in, s_in, o_b = (int(x) for x in mv)
     K = int(p.rack.max()) + 1
@@ -411,6 +383,10 @@ def _apply(p, assign, mv, d, cnt, tc, cap, in_orig) -> bool:
         - excess(d[c_b] + t, p.upper[c_b])
     if g_cap < 0 or (g_cap == 0 and g_tol <= 0):
         return False  # an earlier transfer of this round took the room
+    if index is not None:
+        index.note(r_out, s_out, o_b)
+        if r_in >= 0:
+            index.note(r_in, s_in, c_b)
     assign[r_out, s_out] = c_b
     d[o_b] -= t
     d[c_b] += t
