@@ -265,7 +265,9 @@ def _candidates(p, assign, d, cnt, tc, cap, donors, recv, index: EntryIndex, siz
         move_ok = (cnt[po] - 1 >= p.count_lo[po]) & (cnt[pc] + 1 <= p.count_hi[pc])
     lo_i, hi_i = index.bounds(po)
     lo_c, hi_c = index.bounds(pc)
-    out = []
+    # the candidates of every kind and offset, in that order: the pair, the donor's entry, and what comes back
+    # (0: nothing, 1: the receiver's replica of the topic, 2: the receiver's entry ``back``)
+    pairs, e_outs, kinds, backs = [], [], [], []
     for kind in ("move", "topic", "top", 0, 1, 2):
         if kind in ("move", "topic", "top"):
             q_size = np.zeros(len(pc), dtype=np.int64)
@@ -283,30 +285,33 @@ def _candidates(p, assign, d, cnt, tc, cap, donors, recv, index: EntryIndex, siz
             elif kind not in ("topic", "top"):
                 valid &= valid_q
             sel = np.flatnonzero(valid)
-            if not len(sel):
-                continue
-            e_out = j[sel]
-            o_b, c_b = po[sel], pc[sel]
-            r_out = index.b_rows(e_out)
-            s_out = slots_of(assign, r_out, o_b)
-            if kind == "move":
-                r_in = np.full(len(sel), -1, dtype=np.int64)
-                s_in = r_in.copy()
-            else:
-                if kind in ("topic", "top"):
-                    # the largest replica of p's topic on the receiver with size <= s_p - ideal (else the smallest)
-                    at, hit = index.topic_at_most(p.topic[r_out], c_b, np.maximum(size[r_out] - ideal[sel], 0))
-                    r_in = index.t_entries(at)[0]
-                else:
-                    r_in = index.b_rows(qe[sel])
-                    hit = np.ones(len(sel), dtype=bool)
-                o_b, c_b, r_out, s_out, r_in = (x[hit] for x in (o_b, c_b, r_out, s_out, r_in))
-                s_in = slots_of(assign, r_in, c_b)
-            out.append(_check(p, assign, d, cap, tc, o_b, c_b, r_out, s_out, r_in, s_in, size, in_orig, K))
-    out = [x for x in out if len(x[0])]
-    if not out:
+            pairs.append(sel)
+            e_outs.append(j[sel])
+            code = 0 if kind == "move" else 1 if kind in ("topic", "top") else 2
+            kinds.append(np.full(len(sel), code, dtype=np.int8))
+            backs.append(qe[sel] if code == 2 else np.zeros(len(sel), dtype=np.int64))
+    sel, e_out, kind, back = (np.concatenate(x) for x in (pairs, e_outs, kinds, backs))
+    if not len(sel):
         return None
-    return tuple(np.concatenate([x[i] for x in out]) for i in range(6))
+    o_b, c_b = po[sel], pc[sel]
+    r_out = index.b_rows(e_out)
+    r_in = np.full(len(sel), -1, dtype=np.int64)
+    keep = np.ones(len(sel), dtype=bool)
+    t = np.flatnonzero(kind == 1)
+    if len(t):
+        # the largest replica of p's topic on the receiver with size <= s_p - ideal (else the smallest)
+        at, hit = index.topic_at_most(p.topic[r_out[t]], c_b[t], np.maximum(size[r_out[t]] - ideal[sel[t]], 0))
+        r_in[t] = index.t_entries(at)[0]
+        keep[t] = hit
+    q = np.flatnonzero(kind == 2)
+    r_in[q] = index.b_rows(back[q])
+    o_b, c_b, r_out, r_in = o_b[keep], c_b[keep], r_out[keep], r_in[keep]
+    s_out = slots_of(assign, r_out, o_b)
+    swap = r_in >= 0
+    s_in = np.full(len(r_in), -1, dtype=np.int64)
+    s_in[swap] = slots_of(assign, r_in[swap], c_b[swap])
+    out = _check(p, assign, d, cap, tc, o_b, c_b, r_out, s_out, r_in, s_in, size, in_orig, K)
+    return out if len(out[0]) else None
 
 
 def _check(p, assign, d, cap, tc, o_b, c_b, r_out, s_out, r_in, s_in, size, in_orig, K):
