@@ -87,7 +87,8 @@ def test_index_follows_moves_and_answers_like_a_scan(seed):
         assert len(index.b_key) == len(index.t_key) == int((assign >= 0).sum())
         all_rows, all_b = index.t_entries(np.arange(len(index.t_key)))
         assert (assign[all_rows] == all_b[:, None]).any(axis=1).all()
-        assert (assign[index.b_rows(np.arange(len(index.b_key)))] == (index.b_key // index.P)[:, None]).any(axis=1).all()
+        b_rows = index.b_rows(np.arange(len(index.b_key)))
+        assert (assign[b_rows] == (index.b_key // index.P)[:, None]).any(axis=1).all()
         t = rng.integers(0, T, 40)
         at, hit = index.topic_at_most(t, b, target)
         for i in range(len(t)):
