@@ -7,6 +7,9 @@ pair is the best single transfer between them: one replica moved, or two swapped
 per-topic counts when the two are of one topic, stay where stage 1 put them). A transfer is scored by the excess
 bytes it removes (above capacity first, then above the tolerance limit), then by the bytes it adds to the plan.
 Each round applies one transfer per broker; rounds stop when no broker is above its limit or nothing improves.
+The replicas are searched in an index sorted by (broker, size) and (topic, broker, size) that is built once and
+updated with the entries each round moved (``disk_entries``), so a round costs the pairs it scores, not a sort of
+every replica.
 Small problems are then solved exactly (``disk_exact``) and the better assignment is kept.
 """
 from __future__ import annotations
