@@ -2,13 +2,22 @@
 
 A partition's move from its current list O to its planned list N copies data to every broker of N−O
 (incoming) and drops it from every broker of O−N (outgoing). A *step* is one such change of one partition;
-each incoming or outgoing broker of a step *takes part* in it once. Batches are filled first-fit: the steps
-are taken in the chosen order (largest partitions first by default; the steps of one partition one after
-the other) and each goes into the earliest batch, after the batch of the partition's previous step, where
+each incoming or outgoing broker of a step *takes part* in it once. A batch respects the limits when
 
 * no broker takes part in more than ``max_moves_per_broker`` steps, and
 * the bytes copied (partition size × incoming replicas of the step) stay within ``max_bytes_per_batch``;
-  a step larger than that on its own gets a batch of its own, which takes nothing else.
+  a step larger than that on its own gets a batch of its own, which takes nothing else;
+
+and the steps of one partition go into strictly increasing batches. First the batches are filled first-fit:
+the steps in the chosen order (largest partitions first by default; the steps of one partition one after the
+other), each into the earliest batch, after the batch of the partition's previous step, where it fits. When
+that gives more batches than the lower bound (:func:`flowbalance.batch_rounds.lower_bound`: the busiest
+broker's steps over the limit, the bytes over the limit, the longest partition), the fewest batches are
+searched for (:func:`flowbalance.batch_rounds.fewest_rounds`: first fit in other orders, then emptying batches
+and repairing by tabu search, exact by CP-SAT on small problems), and taken only when they are fewer; those
+batches are put in order by the step of the chosen order each holds first, each partition's steps still in
+increasing batches. ``fewest=False`` keeps first fit. The result says the bound, whether it is met, and whether
+the count is proven the least.
 
 Partitions that only change the order of their replicas copy nothing: they go into the first batch and count
 against neither limit. With ``one_replica_per_partition`` a move with several incoming replicas is split into
@@ -19,16 +28,18 @@ so removals when the replication factor shrinks happen there.
 Applying the batches in order to the current assignment gives exactly the planned one. Everything is
 deterministic. The first-fit loop is plain Python over the steps (not over steps × batches): a union-find
 per broker skips the batches where that broker is already full, and a vectorized scan skips batches without
-room for the bytes. Reading the plan, building the steps and the per-batch figures are vectorized.
+room for the bytes. Reading the plan, building the steps, the bound and the per-batch figures are vectorized.
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 import numpy as np
 
+from .batch_rounds import RoundBound, fewest_rounds, first_fit, lower_bound
 from .errors import InputError, PlanningError
 from .model import PAD, ClusterState, trim_padding
 from .planfile import pad_to
@@ -76,6 +87,13 @@ class Batches:
     sizes_known: bool  # at least one partition has a known size
     unknown_sizes: int  # changed partitions that copy data but have no size
     warnings: list[str] = field(default_factory=list)
+    bound: RoundBound | None = None  # no split of these steps within the limits has fewer batches
+    proven: bool = True  # no split has fewer batches than this one (the bound is met, or an exact search said so)
+    method: str = "first fit"  # how the batches were found (see flowbalance.batch_rounds)
+
+    @property
+    def bound_met(self) -> bool:
+        return self.bound is not None and len(self.batches) <= self.bound.batches
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -245,85 +263,6 @@ def _make_steps(old: np.ndarray, new: np.ndarray, dense, one_replica: bool) -> t
     return steps, reorder
 
 
-# ---- first fit --------------------------------------------------------------------------------------------
-
-
-def _first_fit(seq: list[int], k: list[int], parts: list[int], offs: list[int], nbytes: list[int],
-               n_steps: int, n_brokers: int, K: int | None, B: int | None) -> tuple[list[int], list[bool]]:
-    """The batch of each step (taken in ``seq`` order), and whether each batch is closed (oversized step).
-
-    ``full[b]`` is a union-find over batch numbers for broker b: a batch where b already takes part in K steps
-    points to a later batch, so the earliest batch at or after c where b has room is found in near-constant
-    time. Batches without room for the bytes are skipped by a vectorized scan of ``room``.
-    """
-    batch = [0] * n_steps
-    n = max(n_brokers, 1)
-    count: dict[int, int] = {}  # batch * n + broker -> steps the broker takes part in, in that batch
-    full: list[dict] = [{} for _ in range(n_brokers)] if K is not None else []
-    used: list[int] = []  # per batch: bytes
-    closed: list[bool] = []
-    cap = 64
-    room = np.full(cap, -1, dtype=np.int64)  # per batch: B - bytes, -1 when closed (numpy, for the scan)
-    nb = 0
-    last = -1
-    limit_k = K is not None
-    limit_b = B is not None
-    get = count.get
-    for s in seq:
-        p = parts[offs[s]:offs[s + 1]]
-        sb = nbytes[s]
-        if limit_b and sb > B:
-            c = nb
-        else:
-            c = last + 1 if k[s] else 0
-            while c < nb:
-                if limit_b and (closed[c] or used[c] + sb > B):
-                    c += 1
-                    if c < nb:
-                        m = room[c:nb] >= sb
-                        j = int(m.argmax())
-                        c = c + j if m[j] else nb
-                    continue
-                if limit_k:
-                    moved = False
-                    for b in p:
-                        d = full[b]
-                        if c in d:
-                            r = d[c]
-                            while r in d:
-                                r = d[r]
-                            x = c
-                            while x != r:  # path compression
-                                nx = d[x]
-                                d[x] = r
-                                x = nx
-                            c = r
-                            moved = True
-                    if moved:
-                        continue
-                break
-        if c == nb:
-            used.append(0)
-            closed.append(limit_b and sb > B)
-            if nb == cap:
-                room = np.concatenate([room, np.full(cap, -1, dtype=np.int64)])
-                cap *= 2
-            nb += 1
-        batch[s] = c
-        last = c
-        if limit_k:
-            base = c * n
-            for b in p:
-                v = get(base + b, 0) + 1
-                count[base + b] = v
-                if v >= K:
-                    full[b][c] = c + 1
-        if limit_b:
-            used[c] += sb
-            room[c] = -1 if closed[c] else B - used[c]
-    return batch, closed
-
-
 # ---- split_plan -------------------------------------------------------------------------------------------
 
 
@@ -336,11 +275,13 @@ def split_plan(
     one_replica_per_partition: bool = False,
     order: str = "largest",
     rank: np.ndarray | None = None,
+    fewest: bool = True,
 ) -> Batches:
     """Ordered batches that take ``current`` to ``final`` (same partitions, same row order).
 
     ``order``: ``largest`` / ``smallest`` partition size first (ties by topic, partition), or ``as-is``: by
     ``rank`` (for example the position in the plan file, see :class:`PlanFile`; row order when None).
+    ``fewest``: look for fewer batches than first fit gives when it is above the lower bound (False: first fit).
     """
     check_options(max_moves_per_broker, max_bytes_per_batch, order)
     if current.num_partitions != final.num_partitions or not (
@@ -381,21 +322,35 @@ def split_plan(
     seq = np.lexsort((steps.k, rows_of, key))
     seq = seq[moving[seq]]
 
+    pstep = np.concatenate([steps.in_step, steps.out_step])
+    pb = np.concatenate([steps.in_broker, steps.out_broker])
+    mv = np.flatnonzero(moving)
+    inv = np.full(n_steps, -1, dtype=np.int64)
+    inv[mv] = np.arange(len(mv), dtype=np.int64)
+    keep = moving[pstep]
+    bound = lower_bound(pb[keep], inv[pstep[keep]], steps.row[mv], step_bytes[mv], ids, K, B, len(changed) > 0)
+    method, proven = "first fit", True
     if K is None and B is None:
+        method = "no limits"  # each partition's steps in batches 1, 2, ...: the longest partition is the bound
         batch = steps.k.copy()
         closed = [False] * (int(batch.max()) + 1 if n_steps else 0)
     else:
-        pstep = np.concatenate([steps.in_step, steps.out_step])
-        pb = np.concatenate([steps.in_broker, steps.out_broker])
         by = np.argsort(pstep, kind="stable")
         offs = np.zeros(n_steps + 1, dtype=np.int64)
         np.cumsum(np.bincount(pstep, minlength=n_steps), out=offs[1:])
-        got, closed = _first_fit(seq.tolist(), steps.k.tolist(), pb[by].tolist(), offs.tolist(),
-                                 step_bytes.tolist(), n_steps, len(ids), K, B)
+        got, closed = first_fit(seq.tolist(), steps.k.tolist(), pb[by].tolist(), offs.tolist(),
+                                step_bytes.tolist(), n_steps, len(ids), K, B)
         batch = np.asarray(got, dtype=np.int64)
-        batch[~moving] = 0  # reorder-only rows go into the first batch
         if n_steps and not len(closed):
             closed = [False]
+        proven = len(closed) <= bound.batches
+        if fewest and not proven:
+            better = _fewest(steps, seq, moving, step_bytes, pb[by], offs, len(ids), K, B, bound, batch, closed)
+            if better is not None and len(better[1]) < len(closed):
+                batch, closed, method, proven = better
+            elif better is not None:
+                proven = better[3] and len(better[1]) == len(closed)
+        batch[~moving] = 0  # reorder-only rows go into the first batch
     nb = len(closed)
     batch_list = _assemble(changed, steps, batch, nb, reorder, step_bytes, closed, len(ids))
 
@@ -425,8 +380,86 @@ def split_plan(
     return Batches(
         current=current, final=final, batches=batch_list, changed_rows=changed, leader_changed_rows=leader_changed,
         reorder_only=int(reorder.sum()), copies=int(steps.n_in.sum()), bytes=int(step_bytes.sum()),
-        sizes_known=sizes_known, unknown_sizes=unknown, warnings=warnings,
+        sizes_known=sizes_known, unknown_sizes=unknown, warnings=warnings, bound=bound, proven=proven, method=method,
     )
+
+
+def _fewest(steps: _Steps, seq: np.ndarray, moving: np.ndarray, step_bytes: np.ndarray, parts: np.ndarray,
+            offs: np.ndarray, n_brokers: int, K: int | None, B: int | None, bound: RoundBound,
+            ff_batch: np.ndarray, ff_closed: list[bool]) -> tuple[np.ndarray, list[bool], str, bool] | None:
+    """The moving steps into the fewest batches (flowbalance.batch_rounds.fewest_rounds) for the steps that are
+    not alone, then each alone step in a batch of its own; the batches put in order: each partition's steps in
+    increasing batches, and otherwise the batch holding the step that comes first in ``seq`` first. Returns the
+    batch of every step (reorder-only ones unset), closed flags, the method, whether the count is proven least."""
+    n_steps = len(steps.row)
+    alone = moving & (step_bytes > B) if B is not None else np.zeros(n_steps, dtype=bool)
+    normal = np.flatnonzero(moving & ~alone)
+    pos = np.full(n_steps, n_steps, dtype=np.int64)
+    pos[seq] = np.arange(len(seq), dtype=np.int64)
+    # the normal steps renumbered, their brokers (CSR) and their place among the partition's normal steps
+    lens = offs[normal + 1] - offs[normal]
+    sub_offs = np.zeros(len(normal) + 1, dtype=np.int64)
+    np.cumsum(lens, out=sub_offs[1:])
+    take = np.repeat(offs[normal] - sub_offs[:-1], lens) + np.arange(int(sub_offs[-1]), dtype=np.int64)
+    sub_parts = parts[take]
+    chain = steps.row[normal]
+    o = np.lexsort((steps.k[normal], chain))
+    first = np.ones(len(o), dtype=bool)
+    first[1:] = chain[o[1:]] != chain[o[:-1]]
+    start = np.maximum.accumulate(np.where(first, np.arange(len(o)), 0))
+    kk = np.empty(len(o), dtype=np.int64)
+    kk[o] = np.arange(len(o)) - start
+    # first fit's batches without its closed ones: a valid schedule of the normal steps to start from
+    open_at = np.cumsum(~np.asarray(ff_closed, dtype=bool)) - 1
+    start = open_at[ff_batch[normal]] if len(normal) else None
+    sched = fewest_rounds(sub_parts, sub_offs, step_bytes[normal], chain, kk, pos[normal], n_brokers, K, B,
+                          bound.batches - bound.alone, start=start)
+    total = sched.count + bound.alone
+    # groups: the normal batches, then one per alone step; precedence along each partition's steps
+    group = np.full(n_steps, -1, dtype=np.int64)
+    group[normal] = sched.batch
+    lone = np.flatnonzero(alone)
+    group[lone] = sched.count + np.arange(len(lone), dtype=np.int64)
+    mv = np.flatnonzero(moving)
+    mv = mv[np.lexsort((steps.k[mv], steps.row[mv]))]
+    link = steps.row[mv[1:]] == steps.row[mv[:-1]]
+    src, dst = group[mv[:-1]][link], group[mv[1:]][link]
+    key = np.full(total, n_steps, dtype=np.int64)
+    np.minimum.at(key, group[mv], pos[mv])
+    order = _topological(total, src, dst, key)
+    where = np.empty(total, dtype=np.int64)
+    where[order] = np.arange(total, dtype=np.int64)
+    batch = np.zeros(n_steps, dtype=np.int64)
+    batch[mv] = where[group[mv]]
+    closed = [False] * total
+    for g in range(sched.count, total):
+        closed[int(where[g])] = True
+    proven = sched.proven
+    return batch, closed, sched.method, proven
+
+
+def _topological(n: int, src: np.ndarray, dst: np.ndarray, key: np.ndarray) -> list[int]:
+    """Nodes 0..n-1 in an order where every src comes before its dst (the edges form no cycle), the smallest
+    key first among those ready (ties by node)."""
+    pairs = np.unique(np.stack([src, dst], axis=1), axis=0) if len(src) else np.zeros((0, 2), dtype=np.int64)
+    indeg = np.bincount(pairs[:, 1], minlength=n).tolist() if len(pairs) else [0] * n
+    out: list[list[int]] = [[] for _ in range(n)]
+    for a, b in pairs.tolist():
+        out[a].append(b)
+    keys = key.tolist()
+    ready = [(keys[i], i) for i in range(n) if indeg[i] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        order.append(i)
+        for j in out[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, (keys[j], j))
+    if len(order) != n:
+        raise BatchCheckError("batches: self-check failed, nothing written: the order of the batches has a cycle")
+    return order
 
 
 def _assemble(changed: np.ndarray, steps: _Steps, batch: np.ndarray, nb: int, reorder: np.ndarray,

@@ -221,12 +221,27 @@ LIMITS = st.tuples(st.sampled_from([None, 1, 2, 3]), st.sampled_from([None, 1, 2
 @FAST
 @given(cluster_and_plan(), LIMITS)
 def test_random_plans_match_the_first_fit_oracle(cp, limits):
+    """fewest=False is first fit exactly; the default is first fit's split or one with fewer batches."""
     current, final = cp
     K, B, one, order = limits
     res = split_plan(current, final, max_moves_per_broker=K, max_bytes_per_batch=B, one_replica_per_partition=one,
-                     order=order)
+                     order=order, fewest=False)
     check(current, final, res, K, B, one)
     assert as_oracle(res) == oracle(lists(current), lists(final), current.size.tolist(), K, B, one, order)
+    fewest_or_first_fit(current, final, res, K, B, one, order)
+
+
+def fewest_or_first_fit(current, final, ff, K, B, one, order):
+    """The default split: first fit's batches exactly when no split was found with fewer; never more."""
+    res = split_plan(current, final, max_moves_per_broker=K, max_bytes_per_batch=B, one_replica_per_partition=one,
+                     order=order)
+    check(current, final, res, K, B, one)
+    if len(res) == len(ff):
+        assert as_oracle(res) == as_oracle(ff) and res.method == ff.method in ("first fit", "no limits")
+    else:
+        assert len(res) < len(ff) and res.method != "first fit"
+    assert res.bound.batches <= len(res) and res.bound_met == (len(res) == res.bound.batches)
+    assert not res.bound_met or res.proven
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -238,10 +253,11 @@ def test_planner_output_splits_exactly(seed, change, limits):
     K, B, one, order = limits
     B = None if B is None else B << 26  # generated sizes are around 1 GiB
     res = split_plan(p.before, p.after, max_moves_per_broker=K, max_bytes_per_batch=B, one_replica_per_partition=one,
-                     order=order)
+                     order=order, fewest=False)
     check(p.before, p.after, res, K, B, one)
     assert as_oracle(res) == oracle(lists(p.before), lists(p.after), p.before.size.tolist(), K, B, one, order)
     assert res.copies == p.changes.moves
+    fewest_or_first_fit(p.before, p.after, res, K, B, one, order)
 
 
 def test_one_replica_steps_replace_in_place_and_append_then_shrink_last():
