@@ -45,6 +45,49 @@ def batch_name(i: int, count: int) -> str:
     return f"batch-{i + 1:0{max(3, len(str(count)))}d}.json"
 
 
+def bound_verdict(res: Batches) -> str:
+    """``lower bound 200: met``; ``lower bound 1000: not met, 23 above it``, with ``, proven the fewest`` when an
+    exact search showed no split has fewer."""
+    b = res.bound
+    n = len(res)
+    if b is None or n <= b.batches:
+        return f"lower bound {n if b is None else b.batches}: met"
+    return f"lower bound {b.batches}: not met, {n - b.batches} above it" + (", proven the fewest" if res.proven else "")
+
+
+def bound_formula(res: Batches) -> str:
+    """What the bound is made of: ``Lower bound 200 = max(per broker ⌈1000 steps / 5⌉ = 200 (broker 990), bytes
+    ⌈9.7 TiB / 1.0 TiB⌉ = 10, most steps of one partition 1)``, after the steps alone when there are any."""
+    b = res.bound
+    if b is None:
+        return "Lower bound: none"
+    terms = []
+    if b.per_broker is not None:
+        who = f" (broker {b.busiest_broker})" if b.busiest_broker is not None else ""
+        terms.append(f"per broker ⌈{b.busiest} steps / {b.max_moves_per_broker}⌉ = {b.per_broker}{who}")
+    if b.per_bytes is not None:
+        by = f"⌈{_bytes(b.bytes)} / {_bytes(b.max_bytes_per_batch)}⌉"
+        if b.halves:
+            by = f"max({by}, {b.halves} steps above half the limit)"
+        terms.append(f"bytes {by} = {b.per_bytes}")
+    terms.append(f"most steps of one partition {b.longest}")
+    core = f"max({', '.join(terms)})" if len(terms) > 1 else terms[0]
+    if b.alone:
+        core = f"{b.alone} step{'s' if b.alone != 1 else ''} alone (above --max-bytes-per-batch) + {core}"
+    return f"Lower bound {b.batches} = {core}"
+
+
+def bound_dict(res: Batches) -> dict:
+    b = res.bound
+    d = {"batches": None if b is None else b.batches, "met": res.bound_met, "proven_fewest": res.proven,
+         "method": res.method, "verdict": bound_verdict(res), "formula": bound_formula(res)}
+    if b is not None:
+        d.update({"alone": b.alone, "busiest_broker": b.busiest_broker, "busiest_broker_steps": b.busiest,
+                  "per_broker": b.per_broker, "bytes": b.bytes, "steps_above_half": b.halves, "per_bytes": b.per_bytes,
+                  "longest_partition": b.longest})
+    return d
+
+
 def steps_text(res: Batches, folder: str, names: list[str], bootstrap: str, throttle: int | None,
                seconds: list[float | None]) -> str:
     """The commands to run, in order: each batch's --execute and --verify, then the preferred leader election."""
@@ -56,7 +99,8 @@ def steps_text(res: Batches, folder: str, names: list[str], bootstrap: str, thro
     n = len(res)
     lines = [
         f"# flowbalance batches: {n} batch{'es' if n != 1 else ''} for {len(res.changed_rows)} changed partitions "
-        f"({res.copies} replica copies)",
+        f"({res.copies} replica copies); {bound_verdict(res)}",
+        f"# {bound_formula(res)}",
         "# Run the batches in order; start a batch only when --verify reports every partition of the previous one complete.",
     ]
     if bs == PLACEHOLDER:
@@ -114,6 +158,7 @@ def summary(res: Batches, names: list[str], folder: str, seconds: list[float | N
     total = sum(s for s in seconds if s is not None) if throttle and known else None
     return {
         "batches": len(res),
+        "lower_bound": bound_dict(res),
         "per_batch": per,
         "totals": {
             "changed_partitions": len(res.changed_rows),
@@ -142,9 +187,11 @@ def render(d: dict, con) -> None:
     if lim["one_replica_per_partition"]:
         parts.append("one new replica per partition per batch")
     parts.append(f"order {lim['order']}")
-    con.print(f"[bold]Batches[/bold]: {d['batches']} for {t['changed_partitions']} changed partitions "
-              f"({t['reorder_only_partitions']} reorder only), {t['copies']} replica copies"
-              + (f", {_bytes(t['bytes'])}" if t["bytes"] is not None else "") + f"; {', '.join(parts)}")
+    con.print(f"[bold]Batches[/bold]: {d['batches']} ({safe_text(d['lower_bound']['verdict'])}) for "
+              f"{t['changed_partitions']} changed partitions ({t['reorder_only_partitions']} reorder only), "
+              f"{t['copies']} replica copies" + (f", {_bytes(t['bytes'])}" if t["bytes"] is not None else "")
+              + f"; {', '.join(parts)}")
+    con.print(safe_text(d["lower_bound"]["formula"]))
     rows = d["per_batch"]
     if rows:
         note = f" (first {MAX_TABLE_ROWS} of {len(rows)}; --json lists all)" if len(rows) > MAX_TABLE_ROWS else ""
@@ -188,7 +235,8 @@ def batches(
     disable_rack_aware: bool = o.NoRackOpt,
     quiet: bool = o.QuietOpt,
 ) -> None:
-    """Split PLAN into ordered batches for kafka-reassign-partitions, with rollback, election and steps.txt."""
+    """Split PLAN into ordered batches for kafka-reassign-partitions, with rollback, election and steps.txt: the
+    fewest batches found within the limits, printed beside their lower bound."""
     try:
         check_options(max_moves_per_broker, max_bytes_per_batch, order)
     except InputError as err:

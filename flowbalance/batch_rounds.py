@@ -13,18 +13,21 @@ batches is NP-hard in general; what is done here:
 * :func:`first_fit`: the steps in a given order, each into the earliest batch after its chain predecessor's
   where it fits (the schedule ``batches`` made before it looked for the fewest; still its first candidate).
 * :func:`fewest_rounds`: the steps that are not alone, starting from the best of first fit in the caller's
-  order and in two orders that take the steps of the busiest brokers first; while the count is above the bound,
-  one batch is emptied (the one with the fewest steps) and its steps are moved into the others, then a tabu
-  search repairs what that broke (moving one step of an over-full broker, byte total or chain to the batch that
-  breaks the least), within a budget of moves; a level it cannot repair is undone. On small problems still
-  above the bound, CP-SAT (one worker, a fixed seed, a deterministic time limit) searches the rest exactly and
-  can prove the count the least. Every step of this is deterministic and each candidate is a complete valid
-  schedule, so the count returned is never above first fit's. The alone steps are then put back, each in a
-  batch of its own after its chain predecessor.
+  order and in two orders that take the steps of the busiest brokers first. While that is above the bound: on
+  small problems (steps x batches up to EXACT_CELLS) CP-SAT (one worker, a fixed seed, a deterministic time
+  limit), hinted with it, looks for fewer and can prove the count the least; then a descent removes one batch
+  at a time (the one with the fewest steps), moves its steps to the batches where they break the least and
+  repairs the rest by tabu search (a step of an over-full broker, byte total or chain moved to the batch where
+  the cost, UNIT per participation above K or chain link out of order plus the bytes above B, falls the most),
+  within a budget of moves; a removal it cannot repair is undone and ends the descent. Everything is
+  deterministic (a seeded generator, no clock) and every candidate is a complete valid schedule, so the count
+  returned is never above first fit's.
+
+:mod:`flowbalance.batches` then puts each alone step in a batch of its own and orders the batches.
 """
 from __future__ import annotations
 
-import heapq
+import math
 import random
 from dataclasses import dataclass
 
@@ -35,7 +38,7 @@ EXACT_CELLS = 10_000  # CP-SAT when steps x batches is at most this
 EXACT_TIME = 2.0  # its deterministic time limit (about seconds)
 BASE_MOVES = 20_000  # tabu search budget: this many moves plus MOVES_PER_STEP per step,
 MOVES_PER_STEP = 4
-MAX_CELLS = 30_000_000  # but at most this many (moves x batches: each move looks at every batch)
+MAX_WORK = 20_000_000  # and at most MAX_WORK / (batches + 200) moves: a move looks at every batch (a few seconds)
 MAX_TABLE = 50_000_000  # no tabu search when brokers x batches (its table of counts, int32) is larger
 
 
@@ -223,7 +226,7 @@ def fewest_rounds(parts: np.ndarray, offs: np.ndarray, nbytes: np.ndarray, chain
         if best.proven:
             return best
     if budget is None:
-        budget = min(BASE_MOVES + MOVES_PER_STEP * m, MAX_CELLS // best.count)
+        budget = min(BASE_MOVES + MOVES_PER_STEP * m, MAX_WORK // (best.count + 200))
     if n_brokers * best.count > MAX_TABLE:
         return best
     search = _Tabu(parts, offs, nbytes, prev, n_brokers, K, B, best.batch, best.count)
@@ -313,11 +316,15 @@ class _Tabu:
         if B is not None:
             self.W = np.zeros(T, dtype=np.int64)
             np.add.at(self.W, batch, nbytes)
+            self.Wc = self._bytes_cost(self.W)  # each batch's share of the cost (0 in a valid start)
         self.alive = np.ones(T, dtype=bool)
         self.members = [_Indexed() for _ in range(T)]
         for s, b in enumerate(self.batch):
             self.members[b].add(s)
-        self.cell: dict[int, list[int]] = {}  # broker * T + batch -> steps, only for cells above K
+        self.cell: dict[int, list[int]] = {}  # broker * T + batch -> the steps there the broker takes part in
+        for s, (b, p) in enumerate(zip(self.batch, self.parts_l)):
+            for v in p:
+                self.cell.setdefault(v * T + b, []).append(s)
         self.over = _Indexed()  # cells above K
         self.heavy = _Indexed()  # batches above B
         self.bad = _Indexed()  # steps placed at or before their chain predecessor
@@ -325,17 +332,13 @@ class _Tabu:
 
     # -- cost bookkeeping
 
-    def _bytes_cost(self, w):
+    def _bytes_cost(self, w: np.ndarray) -> np.ndarray:
         B = self.B
         return np.where(w > B, np.ceil((w - B) * (UNIT / B)), 0.0)
 
-    def _cell_steps(self, v: int, b: int) -> list[int]:
-        key = v * self.T + b
-        got = self.cell.get(key)
-        if got is None:
-            got = [s for s in self.members[b].items if v in self.parts_l[s]]
-            self.cell[key] = got
-        return got
+    def _one_cost(self, w: int) -> float:
+        """_bytes_cost of one batch (the same float arithmetic)."""
+        return float(math.ceil((w - self.B) * (UNIT / self.B))) if w > self.B else 0.0
 
     def _link_bad(self, s: int) -> bool:
         p = self.prev[s]
@@ -349,32 +352,27 @@ class _Tabu:
         self.members[c].add(s)
         for v in self.parts_l[s]:
             ka, kc = v * T + a, v * T + c
-            lst = self.cell.get(ka)
-            if lst is not None:
-                lst.remove(s)
+            self.cell[ka].remove(s)
+            self.cell.setdefault(kc, []).append(s)
             if self.L[v, a] > K:
                 self.cost -= UNIT
                 if self.L[v, a] == K + 1:
                     self.over.discard(ka)
-                    self.cell.pop(ka, None)
             if self.L[v, c] >= K:
                 self.cost += UNIT
                 if self.L[v, c] == K:
                     self.over.add(kc)
-            lst = self.cell.get(kc)
-            if lst is not None:
-                lst.append(s)
         self.L[p, a] -= 1
         self.L[p, c] += 1
         if self.B is not None:
             w = self.w[s]
-            before = self._bytes_cost(self.W[[a, c]])
-            self.W[a] -= w
-            self.W[c] += w
-            after = self._bytes_cost(self.W[[a, c]])
-            self.cost += int(after.sum() - before.sum())
-            for b in (a, c):
-                if self.W[b] > self.B:
+            for b, by in ((a, -w), (c, w)):
+                now = int(self.W[b]) + by
+                cost = self._one_cost(now)
+                self.cost += int(cost - self.Wc[b])
+                self.W[b] = now
+                self.Wc[b] = cost
+                if now > self.B:
                     self.heavy.add(b)
                 else:
                     self.heavy.discard(b)
@@ -401,8 +399,8 @@ class _Tabu:
         if self.B is not None:
             w = self.w[s]
             W = self.W
-            d += self._bytes_cost(W + w) - self._bytes_cost(W)
-            d -= float(self._bytes_cost(W[a:a + 1])[0] - self._bytes_cost(W[a:a + 1] - w)[0])
+            d += self._bytes_cost(W + w) - self.Wc
+            d -= self.Wc[a] - self._one_cost(int(W[a]) - w)
         pr, nx = self.prev[s], self.next[s]
         if pr >= 0:
             bp = self.batch[pr]
@@ -424,8 +422,7 @@ class _Tabu:
         n_over, n_heavy, n_bad = len(self.over), len(self.heavy), len(self.bad)
         r = rng.randrange(n_over + n_heavy + n_bad)
         if r < n_over:
-            key = self.over.items[r]
-            got = self._cell_steps(key // self.T, key % self.T)
+            got = self.cell[self.over.items[r]]
             return got[rng.randrange(len(got))]
         r -= n_over
         if r < n_heavy:
@@ -444,7 +441,9 @@ class _Tabu:
         rng = self.rng
         tabu: dict[int, dict[int, int]] = {}
         it = 0
+        self.levels: list[int] = []  # moves spent on each removal repaired (diagnostics)
         while int(self.alive.sum()) > lower and left > 0:
+            spent = left
             sizes = np.array([len(x) if a else np.iinfo(np.int64).max for x, a in zip(self.members, self.alive)])
             j = int(len(sizes) - 1 - np.argmin(sizes[::-1]))  # the fewest steps; the last of those
             keep = (list(self.batch), self.alive.copy())
@@ -478,6 +477,7 @@ class _Tabu:
                 self.alive = keep[1]
                 break
             saved = list(self.batch)
+            self.levels.append(spent - left)
             tabu.clear()
         if saved is None:
             return None

@@ -22,7 +22,7 @@ from flowbalance.batches import split_plan, verify_batches
 from flowbalance.generate import generate_cluster
 from flowbalance.planner import plan
 
-from .test_batches import build, check, lists, with_lists
+from .test_batches import build, check, kafka_plan, lists, with_lists  # noqa: F401 (kafka_plan: a fixture)
 from .test_batches_verify import known_plan
 
 
@@ -274,3 +274,123 @@ def test_without_search_the_best_first_fit_is_kept(monkeypatch):
     for b in range(sched.count):  # a valid split: K = 1
         on = parts.reshape(m, 2)[sched.batch == b].ravel()
         assert len(on) == len(set(on.tolist()))
+
+
+# ---- the command line ---------------------------------------------------------------------------------------
+
+
+def _files(tmp_path, current, final):
+    from flowbalance.formats.writers import reassignment_json
+
+    (tmp_path / "a.json").write_text(reassignment_json(current))
+    (tmp_path / "plan.json").write_text(reassignment_json(final))
+    return tmp_path / "plan.json", tmp_path / "a.json"
+
+
+def _busiest(out, current_file, names) -> int:
+    """The most steps one broker takes part in, counted from the batch files (each list against the last)."""
+    import json
+
+    state = {(p["topic"], p["partition"]): p["replicas"] for p in json.loads(current_file.read_text())["partitions"]}
+    count: dict[int, int] = {}
+    for name in names:
+        for p in json.loads((out / name).read_text())["partitions"]:
+            key = (p["topic"], p["partition"])
+            for b in set(p["replicas"]) ^ set(state[key]):
+                count[b] = count.get(b, 0) + 1
+            state[key] = p["replicas"]
+    return max(count.values())
+
+
+def test_cli_prints_the_bound_beside_the_count_and_in_steps(tmp_path, run_cli):
+    import json
+
+    plan_file, cur = _files(tmp_path, *_added(24, 4, seed=0))
+    out = tmp_path / "b"
+    code, stdout, err = run_cli("batches", plan_file, "--current", cur, "--max-moves-per-broker", "2", "-o", out, "--json")
+    assert code == 0, err
+    data = json.loads(stdout)
+    lb = data["lower_bound"]
+    names = [f"batch-{i:03d}.json" for i in range(1, data["batches"] + 1)]
+    busiest = _busiest(out, cur, names)
+    assert lb["busiest_broker_steps"] == busiest and lb["per_broker"] == -(-busiest // 2)
+    assert lb["batches"] == data["batches"] == lb["per_broker"] and lb["met"] and lb["proven_fewest"]
+    assert lb["method"] not in ("first fit", "no limits")  # first fit gives more (test above)
+    head = (out / "steps.txt").read_text().splitlines()[:2]
+    assert head[0].endswith(f"; lower bound {lb['batches']}: met")
+    assert head[1] == f"# Lower bound {lb['batches']} = max(per broker ⌈{busiest} steps / 2⌉ = {lb['per_broker']} " \
+                      f"(broker {lb['busiest_broker']}), most steps of one partition 1)"
+    code, stdout, err = run_cli("batches", plan_file, "--current", cur, "--max-moves-per-broker", "2", "-o", out)
+    assert code == 0, err
+    assert f"Batches: {lb['batches']} (lower bound {lb['batches']}: met) for " in stdout
+    assert head[1][2:] in stdout
+
+
+def test_cli_says_when_the_bound_is_not_met(tmp_path, run_cli):
+    current = build([("t", 0, [1, 4]), ("t", 1, [2, 4]), ("t", 2, [3, 4])], [10, 10, 10], brokers=[1, 2, 3, 4])
+    plan_file, cur = _files(tmp_path, current, with_lists(current, [[2, 4], [3, 4], [1, 4]]))
+    code, stdout, err = run_cli("batches", plan_file, "--current", cur, "--max-moves-per-broker", "1",
+                                "-o", tmp_path / "b")
+    assert code == 0, err
+    assert "Batches: 3 (lower bound 2: not met, 1 above it, proven the fewest) for 3 changed" in stdout
+    assert "Lower bound 2 = max(per broker ⌈2 steps / 1⌉ = 2 (broker 1), most steps of one partition 1)" in stdout
+    steps = (tmp_path / "b" / "steps.txt").read_text()
+    assert "lower bound 2: not met, 1 above it, proven the fewest" in steps.splitlines()[0]
+
+
+def test_cli_bytes_bound_with_sizes(tmp_path, run_cli, kafka_plan):
+    import json
+
+    from .test_batches import KAFKA
+
+    B = 1_000_000_000
+    code, stdout, err = run_cli("batches", kafka_plan, "--current", KAFKA / "assignment.json", "--sizes",
+                                KAFKA / "logdirs.txt", "--max-moves-per-broker", "1", "--max-bytes-per-batch", str(B),
+                                "-o", tmp_path / "b", "--json")
+    assert code == 0, err
+    data = json.loads(stdout)
+    lb = data["lower_bound"]
+    alone = [b for b in data["per_batch"] if b["oversized"]]
+    assert lb["alone"] == len(alone) >= 1
+    assert lb["bytes"] == data["totals"]["bytes"] - sum(b["bytes"] for b in alone)
+    assert lb["per_bytes"] == max(-(-lb["bytes"] // B), lb["steps_above_half"])
+    assert lb["batches"] == lb["alone"] + max(lb["per_broker"], lb["per_bytes"], lb["longest_partition"])
+    assert lb["formula"].startswith(f"Lower bound {lb['batches']} = {lb['alone']} step")
+    assert "(above --max-bytes-per-batch) + max(per broker ⌈" in lb["formula"]
+    assert data["batches"] >= lb["batches"] and lb["met"] == (data["batches"] == lb["batches"])
+
+
+def test_bound_terms_alone_halves_and_bytes():
+    rows = [("t", i, [1, 2]) for i in range(5)]
+    current = build(rows, [60, 50, 40, 30, 120], brokers=[1, 2, 3, 4, 5, 6, 7])
+    final = with_lists(current, [[1, 3], [1, 4], [1, 5], [1, 6], [1, 7]])
+    res = split_plan(current, final, max_bytes_per_batch=100)
+    b = res.bound
+    # 120 alone; 60 + 50 + 40 + 30 = 180 in batches of 100: two; only 60 is above half of 100
+    assert (b.alone, b.bytes, b.halves, b.per_bytes, b.per_broker, b.longest) == (1, 180, 1, 2, None, 1)
+    assert b.batches == 3 == len(res) and res.bound_met
+    # broker 2 gives up a replica in all five moves; the one alone does not count: ⌈4 / 2⌉ = 2
+    res = split_plan(current, final, max_bytes_per_batch=100, max_moves_per_broker=2)
+    assert (res.bound.busiest, res.bound.busiest_broker, res.bound.per_broker) == (4, 2, 2)
+    assert res.bound.batches == 3 == len(res)
+    res = split_plan(current, final, max_bytes_per_batch=100, max_moves_per_broker=1)
+    assert res.bound.per_broker == 4 and res.bound.batches == 5 == len(res)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.sampled_from([1, 2]), st.sampled_from([None, 60, 100]), st.booleans())
+def test_the_repair_alone_gives_valid_splits(data, K, B, one):
+    """The tabu search without the exact search (its bookkeeping of counts, bytes and chains, checked by
+    ``check``): valid splits, never more batches than first fit."""
+    current, final = small_plan(lambda a, b: data.draw(st.integers(a, b)),
+                                lambda xs, k: data.draw(st.permutations(xs))[:k])
+    saved = br.EXACT_CELLS, br.BASE_MOVES
+    br.EXACT_CELLS, br.BASE_MOVES = 0, 2000
+    try:
+        res = split_plan(current, final, max_moves_per_broker=K, max_bytes_per_batch=B, one_replica_per_partition=one)
+    finally:
+        br.EXACT_CELLS, br.BASE_MOVES = saved
+    ff = split_plan(current, final, max_moves_per_broker=K, max_bytes_per_batch=B, one_replica_per_partition=one,
+                    fewest=False)
+    check(current, final, res, K, B, one)
+    assert res.bound.batches <= len(res) <= len(ff)
