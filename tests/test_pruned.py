@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from flowbalance.flow.mincost import try_min_cost
 from flowbalance.flow.network import Network
-from flowbalance.flow.pruned import cheapest, potentials, solve_pruned
+from flowbalance.flow.pruned import cheapest, solve_pruned
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -52,32 +52,6 @@ def test_pruned_solve_equals_the_whole_solve(seed, nodes, arcs, share, negative)
     balance = np.bincount(tails, weights=flows, minlength=net.num_nodes) - np.bincount(
         heads, weights=flows, minlength=net.num_nodes)
     assert np.array_equal(balance.astype(np.int64), net.supplies())
-
-
-@SETTINGS
-@given(st.integers(0, 100_000), st.integers(3, 12), st.integers(2, 60))
-def test_potentials_of_an_optimum_leave_no_negative_reduced_cost(seed, nodes, arcs):
-    """The distances ``potentials`` returns for an optimal flow are feasible potentials of its residual network
-    (every residual arc has a non-negative reduced cost), checked arc by arc in plain Python."""
-    net = _random_network(seed, nodes, arcs, negative=False)
-    res = try_min_cost(net)
-    if res is None:
-        return
-    tails, heads, caps, costs = net.arrays()
-    d = potentials(net.num_nodes, tails, heads, caps, costs, res[0])
-    assert d is not None
-    for t, h, c, w, f in zip(tails.tolist(), heads.tolist(), caps.tolist(), costs.tolist(), res[0].tolist()):
-        if f < c:
-            assert w + d[t] - d[h] >= 0
-        if f > 0:
-            assert -w + d[h] - d[t] >= 0
-
-
-def test_potentials_refuse_a_flow_with_a_negative_cycle():
-    """A flow that leaves a negative cycle in its residual network is not optimal: no potentials exist."""
-    tails, heads = np.array([0, 1, 2]), np.array([1, 2, 0])
-    caps, costs = np.array([1, 1, 1]), np.array([-1, -1, -1])
-    assert potentials(3, tails, heads, caps, costs, np.zeros(3, dtype=np.int64)) is None
 
 
 @SETTINGS

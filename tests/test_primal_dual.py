@@ -1,0 +1,119 @@
+"""The primal-dual min-cost flow against OR-Tools' cost scaling (itself checked against networkx in
+test_flow_solvers.py) on random networks: the same feasibility and the same optimal cost, and a flow that
+meets every capacity and supply."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from flowbalance.flow.mincost import _solve
+from flowbalance.flow.primal_dual import primal_dual, solve_primal_dual
+
+
+@st.composite
+def networks(draw):
+    n = draw(st.integers(2, 9))
+    m = draw(st.integers(1, 30))
+    tails = np.array(draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)))
+    heads = np.array(draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)))
+    keep = tails != heads
+    tails, heads = tails[keep], heads[keep]  # parallel and opposite arcs stay: the leader network has both
+    caps = np.array(draw(st.lists(st.integers(0, 5), min_size=len(tails), max_size=len(tails))), dtype=np.int64)
+    costs = np.array(draw(st.lists(st.integers(-3, 6), min_size=len(tails), max_size=len(tails))), dtype=np.int64)
+    supply = np.array(draw(st.lists(st.integers(-4, 4), min_size=n, max_size=n)), dtype=np.int64)
+    supply[-1] -= supply.sum()
+    return n, tails, heads, caps, costs, supply
+
+
+def _check_flow(n, tails, heads, caps, supply, flow):
+    assert (flow >= 0).all() and (flow <= caps).all()
+    net = supply.copy()
+    np.subtract.at(net, tails, flow)
+    np.add.at(net, heads, flow)
+    assert not net.any()
+
+
+@settings(max_examples=400, deadline=None)
+@given(networks(), st.integers(0, 2))
+def test_primal_dual_equals_ortools(g, check_after):
+    n, tails, heads, caps, costs, supply = g
+    want = _solve(tails, heads, caps, costs, supply, n)
+    got = solve_primal_dual(n, tails, heads, caps, costs, supply, check_after=check_after)
+    assert (got is None) == (want is None)
+    if got is not None:
+        flow, cost = got
+        assert cost == want[1]
+        assert cost == int((flow * costs).sum())
+        _check_flow(n, tails, heads, caps, supply, flow)
+
+
+def test_unit_leader_network_against_ortools():
+    """Larger random networks of the leader stage's shape: partitions (supply 1) → 3 of many brokers (cost 0
+    for the first, 1 otherwise) → sink, brokers with tight capacities: many phases, long chains."""
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        P, B = int(rng.integers(20, 300)), int(rng.integers(3, 30))
+        reps = np.array([rng.choice(B, size=min(3, B), replace=False) for _ in range(P)])
+        rows = np.repeat(np.arange(P), reps.shape[1])
+        tails = np.concatenate([rows, P + np.arange(B)])
+        heads = np.concatenate([P + reps.ravel(), np.full(B, P + B)])
+        room = -(-P // B) + int(rng.integers(0, 2))
+        caps = np.concatenate([np.ones(len(rows), dtype=np.int64), np.full(B, room)])
+        costs = np.concatenate([np.where(np.arange(len(rows)) % reps.shape[1] == 0, 0, 1), np.zeros(B, np.int64)])
+        supply = np.zeros(P + B + 1, dtype=np.int64)
+        supply[:P], supply[-1] = 1, -P
+        want = _solve(tails, heads, caps, costs, supply, P + B + 1)
+        got = solve_primal_dual(P + B + 1, tails, heads, caps, costs, supply)
+        assert want is not None and got is not None
+        assert got[1] == want[1], trial
+        _check_flow(P + B + 1, tails, heads, caps, supply, got[0])
+
+
+def test_scipy_keeps_explicit_zero_weights():
+    """The phases rely on Dijkstra treating an explicit 0 in the sparse graph as an arc of length 0."""
+    g = csr_matrix((np.zeros(2), np.array([1, 2]), np.array([0, 1, 2, 2])), shape=(3, 3))
+    assert dijkstra(g, directed=True, indices=[0], min_only=True).tolist() == [0.0, 0.0, 0.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(networks())
+def test_potentials_certify_the_flow(g):
+    """The potentials returned are the optimality certificate the pruned solves rely on, checked arc by arc in
+    plain Python: no arc with room has a negative reduced cost, no arc with flow a positive one."""
+    n, tails, heads, caps, costs, supply = g
+    res = primal_dual(n, tails, heads, caps, costs, supply)
+    if res is None:
+        return
+    flow, _, p = res
+    for t, h, c, w, f in zip(tails.tolist(), heads.tolist(), caps.tolist(), costs.tolist(), flow.tolist()):
+        if f < c:
+            assert w + p[t] - p[h] >= 0
+        if f > 0:
+            assert w + p[t] - p[h] <= 0
+
+
+def test_distances_beyond_float_precision_are_refused_and_the_pruned_solve_falls_back():
+    """A shortest distance of 2**52 or more cannot be summed exactly in float64: primal_dual says so instead of
+    answering, and solve_pruned then solves the whole network with OR-Tools (the same optimum)."""
+    from flowbalance.flow.network import Network
+    from flowbalance.flow.primal_dual import CostRangeError
+    from flowbalance.flow.pruned import solve_pruned
+
+    big = 2 ** 52
+    tails, heads = np.array([0, 1, 0]), np.array([1, 2, 2])
+    caps, costs = np.array([1, 1, 1]), np.array([big, 1, big + 5])
+    supply = np.array([1, 0, -1])
+    try:
+        primal_dual(3, tails, heads, caps, costs, supply)
+        raise AssertionError("no CostRangeError")
+    except CostRangeError:
+        pass
+    net = Network()
+    net.nodes(3)
+    net.add(tails, heads, caps, costs)
+    net.set_supply(supply)
+    flows, cost, rounds = solve_pruned(net, np.array([True, True, False]))
+    assert (cost, rounds) == (big + 1, 0) and flows.tolist() == [1, 1, 0]
