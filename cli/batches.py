@@ -70,6 +70,8 @@ def bound_formula(res: Batches) -> str:
         if b.halves:
             by = f"max({by}, {b.halves} steps above half the limit)"
         terms.append(f"bytes {by} = {b.per_bytes}")
+    if b.clique is not None and b.clique > (b.per_broker or 0):
+        terms.append(f"{b.clique} steps no two of which can share a batch")
     terms.append(f"most steps of one partition {b.longest}")
     core = f"max({', '.join(terms)})" if len(terms) > 1 else terms[0]
     if b.alone:
@@ -84,7 +86,7 @@ def bound_dict(res: Batches) -> dict:
     if b is not None:
         d.update({"alone": b.alone, "busiest_broker": b.busiest_broker, "busiest_broker_steps": b.busiest,
                   "per_broker": b.per_broker, "bytes": b.bytes, "steps_above_half": b.halves, "per_bytes": b.per_bytes,
-                  "longest_partition": b.longest})
+                  "longest_partition": b.longest, "clique": b.clique})
     return d
 
 

@@ -7,9 +7,11 @@ batches (a *chain*). Colouring a multigraph's edges is the case K = 1 with two b
 batches is NP-hard in general; what is done here:
 
 * :func:`lower_bound`: no schedule has fewer batches than ``alone + max(⌈Δ / K⌉, max(⌈bytes / B⌉, steps above
-  B/2), longest chain)``, Δ the most steps one broker takes part in, bytes and steps those of the steps that are
-  not alone (steps above B/2 cannot share a batch with one another). Each term counts batches a set of steps
-  needs on its own; the alone steps need batches that hold nothing else.
+  B/2), longest chain, clique)``, Δ the most steps one broker takes part in, bytes and steps those of the steps
+  that are not alone (steps above B/2 cannot share a batch with one another), and with K = 1 a clique: steps no
+  two of which can share a batch (each pair has a broker, the partition, or both being above B/2 in common;
+  found greedily). Each term counts batches a set of steps needs on its own; the alone steps need batches that
+  hold nothing else.
 * :func:`first_fit`: the steps in a given order, each into the earliest batch after its chain predecessor's
   where it fits (the schedule ``batches`` made before it looked for the fewest; still its first candidate).
 * :func:`fewest_rounds`: the steps that are not alone, starting from the best of first fit in the caller's
@@ -49,7 +51,7 @@ MAX_TABLE = 50_000_000  # no tabu search when brokers x batches (its table of co
 class RoundBound:
     """The fewest batches any schedule of the steps can have, and the terms it is the largest of."""
 
-    batches: int  # the lower bound: alone + max(per_broker, per_bytes, longest), at least 1 when anything changes
+    batches: int  # the lower bound: alone + max(per_broker, per_bytes, longest, clique), at least 1 when anything changes
     alone: int  # steps above max_bytes_per_batch: each needs a batch of its own
     busiest: int  # the most steps one broker takes part in (steps not alone)
     busiest_broker: int | None  # that broker's id (the lowest of those with that many)
@@ -60,10 +62,7 @@ class RoundBound:
     longest: int  # the most steps of one partition (not alone): they need that many batches
     max_moves_per_broker: int | None = None  # the limits the bound is for
     max_bytes_per_batch: int | None = None
-
-    def terms(self) -> dict:
-        return {"alone": self.alone, "per_broker": self.per_broker, "per_bytes": self.per_bytes,
-                "longest_partition": self.longest}
+    clique: int | None = None  # K = 1: steps (not alone) no two of which can share a batch; None for K > 1
 
 
 def lower_bound(parts: np.ndarray, part_step: np.ndarray, chain: np.ndarray, nbytes: np.ndarray,
@@ -83,10 +82,84 @@ def lower_bound(parts: np.ndarray, part_step: np.ndarray, chain: np.ndarray, nby
     per_bytes = max(-(-total // B), halves) if B is not None else None
     longest = int(np.unique(chain[rest], return_counts=True)[1].max(initial=0)) if rest.any() else 0
     n_alone = int(alone.sum())
-    core = max(per_broker or 0, per_bytes or 0, longest)
+    clique = _clique(parts[keep], part_step[keep], chain, nbytes, rest, deg, B) if K == 1 else None
+    core = max(per_broker or 0, per_bytes or 0, longest, clique or 0)
     return RoundBound(batches=max(n_alone + core, 1 if any_change else 0), alone=n_alone, busiest=busiest,
                       busiest_broker=who, per_broker=per_broker, bytes=total, halves=halves, per_bytes=per_bytes,
-                      longest=longest, max_moves_per_broker=K, max_bytes_per_batch=B)
+                      longest=longest, max_moves_per_broker=K, max_bytes_per_batch=B, clique=clique)
+
+
+CLIQUE_STARTS = 3  # the busiest brokers whose steps start a greedy clique each
+CLIQUE_FILTER = 8  # candidates: steps with a key in common with each of this many first members
+
+
+def _clique(parts: np.ndarray, part_step: np.ndarray, chain: np.ndarray, nbytes: np.ndarray, rest: np.ndarray,
+            deg: np.ndarray, B: int | None) -> int:
+    """K = 1: a set of steps (not alone) no two of which can share a batch, so as many batches. Two steps
+    conflict when they have a *key* in common: a broker (K = 1), their partition (strictly increasing batches),
+    or both copying more than B/2. Greedy, from each of the busiest brokers' steps (which pairwise share it):
+    the steps that conflict with its first members, by their brokers' steps most first, each taken when it
+    conflicts with every member so far (a bit per member: the OR of its keys' bits must be all of them)."""
+    idx = np.flatnonzero(rest)
+    if not len(idx):
+        return 0
+    n_b = len(deg)
+    _, cid = np.unique(chain, return_inverse=True)
+    # (step, key) pairs: brokers, then n_b + partition, then one key for the steps above B/2
+    ks = [part_step, np.flatnonzero(rest)]
+    kv = [parts, n_b + cid.ravel()[rest]]
+    if B is not None:
+        half = np.flatnonzero(rest & (nbytes * 2 > B))
+        ks.append(half)
+        kv.append(np.full(len(half), n_b + int(cid.max()) + 1, dtype=np.int64))
+    key_step = np.concatenate(ks).astype(np.int64)
+    key = np.concatenate(kv).astype(np.int64)
+    o = np.lexsort((key_step, key))
+    key_s, key_k = key_step[o], key[o]
+    by_key = np.searchsorted(key_k, np.arange(int(key_k.max()) + 2))
+    o2 = np.lexsort((key, key_step))
+    step_keys = key[o2]
+    step_at = np.searchsorted(key_step[o2], np.arange(len(nbytes) + 1))
+    weight = np.zeros(len(nbytes), dtype=np.int64)
+    np.add.at(weight, part_step, deg[parts])
+
+    def keys_of(x: int) -> list[int]:
+        return step_keys[step_at[x]:step_at[x + 1]].tolist()
+
+    def neighbours(x: int) -> np.ndarray:
+        return np.unique(np.concatenate([key_s[by_key[k]:by_key[k + 1]] for k in keys_of(x)]))
+
+    best = 0
+    starts = np.lexsort((np.arange(n_b), -deg))[:CLIQUE_STARTS]
+    for v in [None] + [v for v in starts.tolist() if deg[v] > 0]:
+        if v is None:  # no start: every step, heaviest first
+            members, cand = [], idx
+        else:
+            members = key_s[by_key[v]:by_key[v + 1]].tolist()
+            cand = None
+            for c in members[:CLIQUE_FILTER]:
+                nb = neighbours(c)
+                cand = nb if cand is None else np.intersect1d(cand, nb, assume_unique=True)
+            cand = cand[~np.isin(cand, members)]
+        cand = cand[np.lexsort((cand, -weight[cand]))]
+        mask: dict[int, int] = {}
+        for i, c in enumerate(members):
+            for k in keys_of(c):
+                mask[k] = mask.get(k, 0) | (1 << i)
+        full = (1 << len(members)) - 1
+        for x in cand.tolist():
+            kx = keys_of(x)
+            cov = 0
+            for k in kx:
+                cov |= mask.get(k, 0)
+            if cov == full:
+                bit = full + 1
+                for k in kx:
+                    mask[k] = mask.get(k, 0) | bit
+                full |= bit
+                members.append(x)
+        best = max(best, len(members))
+    return best
 
 
 # ---- first fit --------------------------------------------------------------------------------------------

@@ -216,13 +216,28 @@ def test_seeded_plans_reach_the_minimum_where_first_fit_does_not():
     assert above >= 3
 
 
-def test_a_triangle_is_above_the_bound_and_proven():
-    # brokers 1, 2, 3 each take part in two moves, K = 1: the bound says 2, the least is 3
-    current = build([("t", 0, [1, 4]), ("t", 1, [2, 4]), ("t", 2, [3, 4])], [10, 10, 10], brokers=[1, 2, 3, 4])
-    final = with_lists(current, [[2, 4], [3, 4], [1, 4]])
+def ring(n: int):
+    """n brokers in a ring, each giving a replica to the next (broker 9 stays): current and planned state."""
+    current = build([("t", i, [i + 1, 9]) for i in range(n)], [10] * n, brokers=[*range(1, n + 1), 9])
+    return current, with_lists(current, [[(i + 1) % n + 1, 9] for i in range(n)])
+
+
+def test_a_ring_of_five_is_above_the_bound_and_proven():
+    # each broker takes part in two moves, K = 1: the bound says 2 (no three moves pairwise share a broker),
+    # the least is 3
+    current, final = ring(5)
     res = split_plan(current, final, max_moves_per_broker=1)
-    assert res.bound.batches == 2 and res.bound.per_broker == 2 and len(res) == 3
+    assert res.bound.batches == 2 and res.bound.per_broker == 2 and res.bound.clique == 2 and len(res) == 3
     assert not res.bound_met and res.proven
+
+
+def test_a_ring_of_three_meets_the_clique_bound():
+    # three moves that pairwise share a broker: K = 1 needs three batches, and the bound says so
+    current, final = ring(3)
+    res = split_plan(current, final, max_moves_per_broker=1)
+    assert (res.bound.per_broker, res.bound.clique, res.bound.batches, len(res)) == (2, 3, 3, 3) and res.bound_met
+    res = split_plan(current, final, max_moves_per_broker=2)
+    assert res.bound.clique is None and res.bound.batches == len(res) == 1
 
 
 # ---- larger plans: the bound met ---------------------------------------------------------------------------
@@ -327,15 +342,21 @@ def test_cli_prints_the_bound_beside_the_count_and_in_steps(tmp_path, run_cli):
 
 
 def test_cli_says_when_the_bound_is_not_met(tmp_path, run_cli):
-    current = build([("t", 0, [1, 4]), ("t", 1, [2, 4]), ("t", 2, [3, 4])], [10, 10, 10], brokers=[1, 2, 3, 4])
-    plan_file, cur = _files(tmp_path, current, with_lists(current, [[2, 4], [3, 4], [1, 4]]))
+    plan_file, cur = _files(tmp_path, *ring(5))
     code, stdout, err = run_cli("batches", plan_file, "--current", cur, "--max-moves-per-broker", "1",
                                 "-o", tmp_path / "b")
     assert code == 0, err
-    assert "Batches: 3 (lower bound 2: not met, 1 above it, proven the fewest) for 3 changed" in stdout
+    assert "Batches: 3 (lower bound 2: not met, 1 above it, proven the fewest) for 5 changed" in stdout
     assert "Lower bound 2 = max(per broker ⌈2 steps / 1⌉ = 2 (broker 1), most steps of one partition 1)" in stdout
     steps = (tmp_path / "b" / "steps.txt").read_text()
     assert "lower bound 2: not met, 1 above it, proven the fewest" in steps.splitlines()[0]
+    plan_file, cur = _files(tmp_path, *ring(3))
+    code, stdout, err = run_cli("batches", plan_file, "--current", cur, "--max-moves-per-broker", "1",
+                                "-o", tmp_path / "c")
+    assert code == 0, err
+    assert "Batches: 3 (lower bound 3: met) for 3 changed" in stdout
+    assert "Lower bound 3 = max(per broker ⌈2 steps / 1⌉ = 2 (broker 1), 3 steps no two of which can share a " \
+           "batch, most steps of one partition 1)" in stdout
 
 
 def test_cli_bytes_bound_with_sizes(tmp_path, run_cli, kafka_plan):
