@@ -98,8 +98,9 @@ class _Residual:
         self.caps = caps
         self.flow = np.where(costs < 0, caps, 0).astype(np.int64)
         self.excess = supply.copy()
-        np.subtract.at(self.excess, tails, self.flow)
-        np.add.at(self.excess, heads, self.flow)
+        neg = np.flatnonzero(self.flow)  # usually few: ufunc.at is slow on millions
+        np.subtract.at(self.excess, tails[neg], self.flow[neg])
+        np.add.at(self.excess, heads[neg], self.flow[neg])
         self.pot = np.zeros(n, dtype=np.int64)
         slot_tail = np.concatenate([tails, heads])
         self.order = np.argsort(slot_tail, kind="stable")
@@ -157,8 +158,8 @@ class _Residual:
                          np.concatenate([self.head[adm], src, np.full(len(dst), n + 1)]),
                          np.concatenate([room[adm], self.excess[src], -self.excess[dst]]))
         fwd = slots < self.E
-        np.add.at(self.flow, slots[fwd], f[:k][fwd])
-        np.subtract.at(self.flow, slots[~fwd] - self.E, f[:k][~fwd])
+        self.flow[slots[fwd]] += f[:k][fwd]  # each arc once per direction: no repeated index
+        self.flow[slots[~fwd] - self.E] -= f[:k][~fwd]
         self.excess[src] -= f[k: k + len(src)]
         self.excess[dst] += f[k + len(src):]
         return sent
