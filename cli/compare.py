@@ -30,6 +30,7 @@ def compare(
     exclude_topics: Optional[str] = o.ExcludeOpt,
     no_per_topic: bool = o.NoPerTopicOpt,
     per_topic: str = o.PerTopicOpt,
+    pin: Optional[List[str]] = o.PinOpt,
     format: Optional[str] = o.FormatOpt,
     json_out: bool = o.JsonOpt,
     disable_rack_aware: bool = o.NoRackOpt,
@@ -38,7 +39,7 @@ def compare(
 ) -> None:
     """Plan CURRENT with the flow and the template strategy and compare moves, bytes and spreads (writes nothing)."""
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic,
-                  per_topic_mode=per_topic)
+                  per_topic_mode=per_topic, pin=pin)
     with Steps(total=1 + 7 * len(STRATEGIES)) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)

@@ -48,6 +48,8 @@ def frontier_command(
     disk_tolerance: float = o.DiskToleranceOpt,
     stages: str = typer.Option(",".join(STAGES), "--stages",
                                help="Flow stages to run, of replicas,leaders,followers (always run in that order)."),
+    exclude_brokers: Optional[str] = o.ExcludeBrokersOpt,
+    pin: Optional[List[str]] = o.PinOpt,
     budgets: str = BudgetsOpt,
     html: o.PathOpt = HtmlOpt,
     format: Optional[str] = o.FormatOpt,
@@ -61,7 +63,7 @@ def frontier_command(
     per-topic and failover spreads and time (writes only --html)."""
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic,
                   strategy=strategy, objective=objective, balance=balance, disk_tolerance=disk_tolerance,
-                  stages=stages)
+                  stages=stages, exclude_brokers=exclude_brokers, pin=pin)
     try:
         labels = parse_budgets(budgets)
     except RequestError as err:

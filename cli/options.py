@@ -41,6 +41,15 @@ ExtraMovesOpt = typer.Option("0", "--extra-moves", metavar="N|P%",
                              help="Move budget beyond the fewest moves, spent where it most lowers the per-topic "
                                   "spread, then the failover spread: a number of moves, or a percentage of the "
                                   "replicas in scope (2%).")
+ExcludeBrokersOpt = typer.Option(None, "--exclude-brokers",
+                                 help="Brokers that receive no new replica (fenced, cordoned, full); they keep or "
+                                      "lose theirs, e.g. 3,4.")
+PinOpt = typer.Option(None, "--pin", metavar="PATTERN",
+                      help="Leave partitions exactly as they are: a topic regex, TOPIC:PARTITION[,...] or @FILE "
+                           "(one pattern per line); repeatable.")
+DemoteOpt = typer.Option(None, "--demote",
+                         help="Move every preferred leadership off these brokers by reordering only (no replica "
+                              "moves), e.g. 3,4.")
 StrategyOpt = typer.Option("flow", "--strategy",
                            help="flow: fewest moves by flow networks (default); template: rotation-order templates "
                                 "matched to the partitions (even failover, more moves).")

@@ -11,6 +11,7 @@ from flowbalance.formats.writers import check_outputs, write_atomic
 from flowbalance.load import load_cluster
 from flowbalance.planner import plan, plan_files
 from flowbalance.report import build_report
+from flowbalance.errors import RequestError
 from flowbalance.request import STAGES, PlanRequest, parse_broker_ids, parse_replace, parse_topic_rf
 from flowbalance.status import plan_input
 from flowbalance.summary import plan_summary
@@ -24,9 +25,16 @@ from .report_view import render_report
 def request(remove=None, add=None, replace=None, replication_factor=None, topic_rf=None, topics=None,
             exclude_topics=None, no_per_topic=False, **choices) -> PlanRequest:
     """The ``PlanRequest`` of the command-line request options (texts as typed; ``choices``: strategy, objective,
-    balance, disk_tolerance, stages). Validated: a bad value is a ``RequestError`` shown under its flag."""
+    balance, disk_tolerance, stages, exclude_brokers, pin, demote). Validated: a bad value is a ``RequestError``
+    shown under its flag."""
     if "stages" in choices:
         choices["stages"] = tuple(s.strip() for s in choices["stages"].split(",") if s.strip())
+    for name in ("exclude_brokers", "demote"):
+        if choices.get(name) is not None:
+            choices[name] = tuple(parse_broker_ids(choices[name], name))
+        else:
+            choices.pop(name, None)
+    choices["pin"] = pin_patterns(choices.get("pin") or ())
     return PlanRequest(
         remove=tuple(parse_broker_ids(remove, "remove")) if remove else (),
         add=tuple(parse_broker_ids(add, "add")) if add else (),
@@ -35,6 +43,25 @@ def request(remove=None, add=None, replace=None, replication_factor=None, topic_
         topic_rf=parse_topic_rf(topic_rf) if topic_rf else (),
         topics=topics, exclude_topics=exclude_topics, per_topic=not no_per_topic, **choices,
     ).validate()
+
+
+def pin_patterns(items) -> tuple[str, ...]:
+    """``--pin`` values as patterns: ``@FILE`` is read, one pattern per line (blank lines and ``#`` comments
+    skipped); an unreadable or empty file is a ``RequestError`` on ``pin``."""
+    out: list[str] = []
+    for item in items:
+        if not item.startswith("@"):
+            out.append(item)
+            continue
+        try:
+            text = Path(item[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise RequestError("pin", f"cannot read the pattern file ({type(err).__name__})", item) from None
+        lines = [x.strip() for x in text.splitlines() if x.strip() and not x.strip().startswith("#")]
+        if not lines:
+            raise RequestError("pin", "the pattern file has no pattern", item)
+        out.extend(lines)
+    return tuple(out)
 
 
 def plan_command(
@@ -57,6 +84,9 @@ def plan_command(
     disk_tolerance: float = o.DiskToleranceOpt,
     stages: str = typer.Option(",".join(STAGES), "--stages", help="Flow stages to run, of replicas,leaders,followers (always run in that order)."),
     extra_moves: str = o.ExtraMovesOpt,
+    exclude_brokers: Optional[str] = o.ExcludeBrokersOpt,
+    pin: Optional[List[str]] = o.PinOpt,
+    demote: Optional[str] = o.DemoteOpt,
     rollback: o.PathOpt = typer.Option(None, "--rollback", help="Write the current assignment of changed partitions here."),
     election: o.PathOpt = typer.Option(None, "--election", help="Write partitions whose leader changes (kafka-leader-election)."),
     all_partitions: bool = typer.Option(False, "--all", help="Write every partition, not only the changed ones."),
@@ -71,7 +101,8 @@ def plan_command(
     """Plan a reassignment of CURRENT with the fewest replica moves, and write it for kafka-reassign-partitions."""
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic,
                   per_topic_mode=per_topic, strategy=strategy, objective=objective, balance=balance,
-                  disk_tolerance=disk_tolerance, stages=stages, extra_moves=extra_moves)
+                  disk_tolerance=disk_tolerance, stages=stages, extra_moves=extra_moves,
+                  exclude_brokers=exclude_brokers, pin=pin, demote=demote)
     outputs = [str(p) for p in (out, rollback, election) if p is not None]
     inputs = [str(p) for p in (current, brokers, sizes) if p is not None]
     check_outputs(outputs, inputs)
@@ -102,3 +133,9 @@ def plan_command(
     con = console()
     render_report(build_report(p), con, summary=False)
     render_plan(data, con, verbose=verbose)
+    if "demote" in data:
+        d = data["demote"]
+        con.print(f"Demote {','.join(map(str, d['brokers']))}: {d['moved_off']:,} leaderships moved off; "
+                  f"{d['not_demoted']:,} partitions could not be demoted"
+                  + (f" ({', '.join(d['not_demoted_partitions'])}{', …' if d['not_demoted'] > 5 else ''})"
+                     if d["not_demoted"] else ""), highlight=False, markup=False)

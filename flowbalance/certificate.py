@@ -4,7 +4,8 @@ Built once, never patched. The moves verdict is a function of the plan alone (be
 may move, per-topic on or off), so ``plan``, ``report --plan``, ``compare`` and ``fleet`` print the same numbers:
 
 * **targets**: every live broker's replica count within its share's [floor, ceil] (within its rack's share when the
-  rack rule fixes every rack's total), removed brokers empty, and with per-topic balance every topic's movable
+  rack rule fixes every rack's total; a broker closed to new replicas at most what it holds, its share of a level
+  above that going to the others: ``targets.capped_intervals``), removed brokers empty, and with per-topic balance every topic's movable
   replicas within their shares too — what stage 1 aims at (``count_targets``).
 * **closed-form bound**: the fewest arrivals that reach the targets from the current counts (M* for brokers,
   Σ per-topic M* for topics; ``targets.min_arrivals``). A plan that meets the targets with that many moves is
@@ -26,7 +27,9 @@ from .metrics import Changes, StateMetrics, TopicSpread, compare, measure, rack_
 from .model import ClusterState
 from .racks import rack_bounds
 from .stages.common import rack_forced_intervals
-from .targets import share_intervals
+from .controls import closed_caps, topic_caps
+from .verify import closed_arrivals
+from .targets import capped_intervals, capped_share_intervals, share_intervals  # noqa: F401
 from .targets import intervals, min_arrivals
 from .topic_level import TopicLevel, topic_level
 from .failover_level import FailoverLevel, failover_fields, failover_level
@@ -149,12 +152,14 @@ def count_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
     total = int(trf.sum())
     idx = state.replica_index
     c_all = np.bincount(idx[idx >= 0], minlength=N).astype(np.int64)
-    lo, hi = intervals(total, b.weight, live)
+    cap = closed_caps(state)  # brokers closed to new replicas: at most what they hold (water-filled targets)
+    lo, hi = intervals(total, b.weight, live) if cap is None else capped_intervals(total, b.weight, live, cap)
     mov = np.flatnonzero(movable)
     tpos, c_tb, rt, T = _topic_counts(state, mov, live_idx, trf, per_topic)
-    tlo = thi = None
+    tlo = thi = tcap = None
     if T:
-        tlo, thi = share_intervals(rt, b.weight[live_idx])
+        tcap = topic_caps(state, live_idx, c_tb)
+        tlo, thi = capped_share_intervals(rt, b.weight[live_idx], tcap)
     forced = None
     if b.has_racks and len(mov):
         _, rack_of_live = np.unique(b.rack[live_idx], return_inverse=True)
@@ -162,7 +167,7 @@ def count_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
         fixed = idx[~movable]
         fixed_c = np.bincount(fixed[fixed >= 0], minlength=N).astype(np.int64)
         forced = rack_forced_intervals(b, live_idx, rack_of_live, K, trf[mov], fixed_c,
-                                       tpos if T else None, T)
+                                       tpos if T else None, T, cap, tcap)
     if forced is not None:
         lo, hi = forced[0], forced[1]
         if T:
@@ -227,6 +232,8 @@ def missed_targets(targets: CountTargets, before: ClusterState, after: ClusterSt
         missed.append("the scope")
     if movable[rack_violations(after)].any():  # partitions held in place are judged as they are
         missed.append("the rack rule")
+    if len(closed_arrivals(before, after)):
+        missed.append("the excluded brokers")
     b = after.brokers
     idx = after.replica_index
     c = np.bincount(idx[idx >= 0], minlength=len(b))

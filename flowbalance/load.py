@@ -129,7 +129,7 @@ def _check_known_brokers(raw: RawAssignment, table: Brokers, bsrc: str) -> None:
 def _check_racks(table: Brokers, bsrc: str | None, disable_rack_aware: bool) -> Brokers:
     if disable_rack_aware:
         return Brokers(ids=table.ids, rack=np.full(len(table), -1, dtype=np.int32), rack_names=(),
-                       weight=table.weight, capacity=table.capacity, removed=table.removed)
+                       weight=table.weight, capacity=table.capacity, removed=table.removed, closed=table.closed)
     has = table.rack >= 0
     if has.any() and not has.all():
         missing = int(table.ids[~has][0])

@@ -35,6 +35,9 @@ class Brokers:
     weight: np.ndarray  # float64 [N], > 0
     capacity: np.ndarray  # int64 [N], -1 when unknown
     removed: np.ndarray  # bool [N]
+    # bool [N]: brokers closed to new replicas (fenced, cordoned, drained slowly, full): they keep what they hold
+    # and receive nothing; None: none closed
+    closed: np.ndarray | None = None
 
     @staticmethod
     def build(
@@ -43,6 +46,7 @@ class Brokers:
         weights: Sequence[float] | None = None,
         capacities: Sequence[int | None] | None = None,
         removed: Sequence[bool] | None = None,
+        closed: Sequence[bool] | None = None,
     ) -> "Brokers":
         ids_arr = np.asarray(ids, dtype=np.int64)
         n = len(ids_arr)
@@ -61,6 +65,7 @@ class Brokers:
             else np.array([-1 if c is None else int(c) for c in capacities], dtype=np.int64)
         )
         rem = np.zeros(n, dtype=bool) if removed is None else np.asarray(removed, dtype=bool)
+        shut = None if closed is None or not np.any(closed) else np.asarray(closed, dtype=bool)
         return Brokers(
             ids=ids_sorted.astype(np.int32),
             rack=rack_idx[order] if n else rack_idx,
@@ -68,6 +73,7 @@ class Brokers:
             weight=w[order] if n else w,
             capacity=cap[order] if n else cap,
             removed=rem[order] if n else rem,
+            closed=None if shut is None else shut[order],
         )
 
     def __len__(self) -> int:
@@ -81,6 +87,22 @@ class Brokers:
     def live(self) -> np.ndarray:
         """Mask of brokers that are targets (not to be removed)."""
         return ~self.removed
+
+    @property
+    def no_new(self) -> np.ndarray:
+        """Mask of live brokers closed to new replicas (they may keep or lose replicas, never gain one)."""
+        if self.closed is None:
+            return np.zeros(len(self.ids), dtype=bool)
+        return self.closed & ~self.removed
+
+    def with_closed(self, ids: Iterable[int]) -> "Brokers":
+        """These brokers closed to new replicas too (see ``closed``)."""
+        ids = list(ids)
+        if not ids:
+            return self
+        shut = self.no_new.copy()
+        shut[self.index_of(np.asarray(ids, dtype=np.int64))] = True
+        return replace(self, closed=shut)
 
     @property
     def weighted(self) -> bool:
@@ -118,7 +140,7 @@ class Brokers:
         weights = list(self.weight) + [1.0] * len(new)
         caps = [None if c < 0 else int(c) for c in self.capacity] + [None] * len(new)
         removed = list(self.removed) + [False] * len(new)
-        return Brokers.build(all_ids, racks, weights, caps, removed)
+        return Brokers.build(all_ids, racks, weights, caps, removed, list(self.no_new) + [False] * len(new))
 
     def __iter__(self) -> Iterator[Broker]:
         for i in range(len(self.ids)):

@@ -12,7 +12,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .certificate import BytesCertificate, Certificate, DiskCertificate, MovesVerdict, certify
+from .certificate import BytesCertificate, Certificate, DiskCertificate, MovesVerdict, certify, count_targets
+from .chain.demote_step import demote_chain
 from .chain.base import Context, Progress, run_chain
 from .chain.precheck import improves, meets_every_target, must_change
 from .chain.steps import flow_chain, template_chain
@@ -22,8 +23,9 @@ from .metrics import (Changes, StateMetrics, above_capacity, compare, disk_max_o
                       measure, topic_lower_bound)
 from .model import ClusterState
 from .request import PlanRequest
-from .resolve import Resolved, resolve
-from .verify import PlanVerificationError, verify_plan
+from .resolve import Resolved, pinned_rows, resolve
+from .stages.demote import demotable
+from .verify import PlanVerificationError, verify_demotion, verify_plan
 
 
 @dataclass
@@ -77,13 +79,13 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     say = progress or (lambda step, of, name: None)
     t0 = time.perf_counter()
     r = resolve(state, request, pinned)
-    chain = flow_chain() if request.strategy == "flow" else template_chain()
+    chain = demote_chain() if request.demote else flow_chain() if request.strategy == "flow" else template_chain()
     of = len(chain) + 2
     say(1, of, "measuring")
     mb = measure(r.before, target_rf=r.target_rf)
     tstar = topic_lower_bound(r.before, r.target_rf, r.movable) if request.strict_per_topic else None
-    ctx = Context(r, mb, max(mb.min_moves, tstar or 0), notes=list(notes), memo=memo)
-    prechecked = meets_every_target(r)
+    ctx = Context(r, mb, _moves_bound(r, max(mb.min_moves, tstar or 0)), notes=list(notes), memo=memo)
+    prechecked = not request.demote and meets_every_target(r)
     if not prechecked:
         run_chain(ctx, chain, say, 2, of)
     after, ma, skipped = _proposal(ctx, prechecked)
@@ -98,6 +100,14 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     return Plan(before=r.before, after=after, target_rf=r.target_rf, movable=r.movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(ctx.ran),
                 seconds=ctx.seconds, skipped=skipped, request=request, prechecked=prechecked)
+
+
+def _moves_bound(r: Resolved, uncapped: int) -> int:
+    """The bound stage 1's pruned attempt must reach: M* (and Σ per-topic M* when strict), or with brokers closed to
+    new replicas the certificate's bound for their capped targets (the uncapped M* may be above or below it)."""
+    if not r.before.brokers.no_new.any():
+        return uncapped
+    return count_targets(r.before, r.target_rf, r.movable, r.request.strict_per_topic).closed_bound
 
 
 def _request_of(request: PlanRequest | None, fields: Mapping[str, Any]) -> PlanRequest:
@@ -136,6 +146,9 @@ def _reorder_only(ctx: Context) -> tuple[ClusterState, StateMetrics | None, bool
     r = ctx.resolved
     if must_change(r) or compare(r.before, ctx.current).moves > 0:
         return ctx.current, None, False
+    if r.request.demote:  # a demotion is proposed whenever it reorders anything (its note says what)
+        same = np.array_equal(r.before.replicas, ctx.current.replicas)
+        return (r.before, None, True) if same else (ctx.current, measure(ctx.current), False)
     mc = measure(ctx.current)
     mb = ctx.metrics_before
     lowered = [f"{name} {a:g} → {b:g}" for name, a, b in (
@@ -151,6 +164,11 @@ def _reorder_only(ctx: Context) -> tuple[ClusterState, StateMetrics | None, bool
 
 def _verify(r: Resolved, after: ClusterState, skipped: bool) -> None:
     verify_plan(r.before, after, r.target_rf, r.movable)
+    if r.request.demote:
+        b = r.before.brokers
+        demoted = np.zeros(len(b), dtype=bool)
+        demoted[b.index_of(np.asarray(r.request.demote, dtype=np.int64))] = True
+        verify_demotion(r.before, after, demoted, demotable(r.before, r.movable, demoted))
     b = r.before.brokers
     cap_known = r.before.has_sizes and bool((b.capacity[b.live] >= 0).any())
     if cap_known and above_capacity(after) and not skipped:
@@ -235,7 +253,8 @@ def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest 
                  pinned: np.ndarray | None = None) -> Certificate:
     """The certificate of a plan read from a file (``report --plan``): ``state`` the current assignment, ``after``
     the plan applied (``flowbalance.planfile.read_plan(...).final``). ``request`` gives what the plan was made
-    with: its ``remove`` (marked here), scope and per-topic setting; the target RF is the plan's own. The same
+    with: its ``remove`` (marked here), ``exclude_brokers`` (closed here), ``pin`` patterns, scope and per-topic
+    setting; the target RF is the plan's own. The same
     numbers and verdict as ``plan`` gives for the same request."""
     from .load import mark_removed
     from .resolve import movable_rows
@@ -244,8 +263,10 @@ def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest 
     before = state.with_brokers(after.brokers)
     if request.remove:
         before = mark_removed(before, list(request.remove), "remove")
-        after = after.with_brokers(before.brokers)
-    movable = movable_rows(before, request, pinned)
+    if request.exclude_brokers:
+        before = before.with_brokers(before.brokers.with_closed(request.exclude_brokers))
+    after = after.with_brokers(before.brokers)
+    movable = movable_rows(before, request, pinned_rows(before, request, pinned))
     return certify(before, after, after.rf.astype(np.int64), movable, request.strict_per_topic,
                    topic_mode=topic_mode(request))
 

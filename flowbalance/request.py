@@ -25,6 +25,7 @@ FLAGS = {
     "topic_rf": "--topic-rf", "topics": "--topics", "exclude_topics": "--exclude-topics",
     "per_topic": "--no-per-topic", "per_topic_mode": "--per-topic", "strategy": "--strategy", "objective": "--objective", "balance": "--balance",
     "disk_tolerance": "--disk-tolerance", "stages": "--stages", "extra_moves": "--extra-moves",
+    "exclude_brokers": "--exclude-brokers", "pin": "--pin", "demote": "--demote",
 }
 # fleet.json keys that say how a cluster's files are read (used at ingest, not part of the request)
 INPUT_KEYS = ("current", "brokers", "sizes", "format", "disable_rack_aware", "from_target", "move_unhealthy")
@@ -44,7 +45,13 @@ class PlanRequest:
     within ``disk_tolerance`` × each broker's share). ``stages``: which flow stages run (always in the chain's
     order: replicas, leaders, followers). ``extra_moves``: a move budget beyond the fewest moves, spent where it
     most lowers the per-topic spread: a number of moves (``500``) or a percentage of the replicas in scope
-    (``"2%"``); 0 spends nothing."""
+    (``"2%"``); 0 spends nothing.
+
+    Operator controls (``flowbalance.controls``): ``exclude_brokers``: brokers closed to new replicas (they keep
+    or lose replicas, never gain one; as the broker file's state ``no-new-replicas``). ``pin``: partitions held
+    exactly as they are (neither moved nor reordered, still counted in every broker's load): each pattern a topic
+    regex (whole name) or a ``topic:partition`` list (``"orders:0,orders:3"``). ``demote``: brokers to take every
+    preferred leadership off, by reordering only (no replica moves; not with broker or RF changes)."""
 
     remove: tuple[int, ...] = ()
     add: tuple[int, ...] = ()
@@ -61,10 +68,15 @@ class PlanRequest:
     disk_tolerance: float = 1.05
     stages: tuple[str, ...] = STAGES
     extra_moves: int | str = 0
+    exclude_brokers: tuple[int, ...] = ()
+    pin: tuple[str, ...] = ()
+    demote: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         # accept lists, sets and mappings; store tuples, so the request is hashable and compares by value
-        for name in ("remove", "add", "stages"):
+        if isinstance(self.pin, str):
+            object.__setattr__(self, "pin", (self.pin,))
+        for name in ("remove", "add", "stages", "exclude_brokers", "pin", "demote"):
             value = getattr(self, name)
             if isinstance(value, (list, set, frozenset)):
                 object.__setattr__(self, name, tuple(sorted(value) if isinstance(value, (set, frozenset)) else value))
@@ -110,6 +122,9 @@ class PlanRequest:
         Returns self, so ``PlanRequest(...).validate()`` reads as one step."""
         _check_ids(self.remove, "remove")
         _check_ids(self.add, "add")
+        _check_ids(self.exclude_brokers, "exclude_brokers")
+        _check_ids(self.demote, "demote")
+        _check_pins(self.pin)
         _check_replace(self.replace)
         _check_rf(self.replication_factor, self.topic_rf)
         for name in ("topics", "exclude_topics"):
@@ -138,7 +153,8 @@ class PlanRequest:
         ``remove``/``add``: [ids] or "3,4"; ``replace``: {"7": 31} or "7:31"; ``replication_factor``: int;
         ``topic_rf``: {"topic": n}; ``topics``/``exclude_topics``: regex; ``per_topic``: bool;
         ``per_topic_mode``: "strict" or "spread"; ``strategy``,
-        ``objective``, ``balance``: text; ``disk_tolerance``: number. Keys of ``INPUT_KEYS`` are ignored here.
+        ``objective``, ``balance``: text; ``disk_tolerance``: number; ``exclude_brokers``/``demote``: as
+        ``remove``; ``pin``: a pattern or a list of them. Keys of ``INPUT_KEYS`` are ignored here.
         Errors name the key's path: ``fleet.json: clusters.NAME.remove: ...``."""
         known = {f.name for f in fields(cls)} - {"stages"}
         unknown = sorted(set(entry) - known - set(INPUT_KEYS))
@@ -156,7 +172,12 @@ class PlanRequest:
 
 def _from_json_value(key: str, value: Any) -> Any:
     """A fleet.json value as the field's type; text forms of ids and replacements are parsed as on the command line."""
-    if key in ("remove", "add"):
+    if key == "pin":
+        if isinstance(value, str) or (isinstance(value, list) and all(isinstance(x, str) for x in value)):
+            return value
+        raise RequestError(key, "expected a pattern or a list of patterns (topic regex or topic:partition list)",
+                           value)
+    if key in ("remove", "add", "exclude_brokers", "demote"):
         if isinstance(value, str):
             return tuple(parse_broker_ids(value, key))
         if isinstance(value, list):
@@ -208,6 +229,14 @@ def _check_ids(ids: Any, name: str) -> None:
         raise RequestError(name, "expected broker ids (non-negative integers)", ids)
     if len(set(ids)) != len(ids):
         raise RequestError(name, "a broker id is listed twice", ",".join(map(str, ids)))
+
+
+def _check_pins(pins: Any) -> None:
+    if not isinstance(pins, tuple) or not all(isinstance(x, str) for x in pins):
+        raise RequestError("pin", "expected patterns (a topic regex or a topic:partition list)", pins)
+    for x in pins:
+        if not x.strip():
+            raise RequestError("pin", "empty pattern", x)
 
 
 def _check_replace(pairs: Any) -> None:
@@ -267,6 +296,7 @@ def _check_combinations(r: PlanRequest) -> None:
             if new in named:
                 raise RequestError(("replace", name), f"the new broker {new} is also named in {name}",
                                    f"{old}:{new}")
+    _check_controls(r)
     if r.extra_moves_for(1_000_000) > 0:
         for name, value, ok in (("strategy", r.strategy, "flow"), ("objective", r.objective, "moves"),
                                 ("balance", r.balance, "count")):
@@ -279,6 +309,34 @@ def _check_combinations(r: PlanRequest) -> None:
     if r.strategy == "template" and (r.objective == "bytes" or r.balance != "count"):
         name = "objective" if r.objective == "bytes" else "balance"
         raise RequestError(name, "applies to the flow strategy (templates place by counts)", getattr(r, name))
+
+
+def _check_controls(r: PlanRequest) -> None:
+    """Operator controls that contradict the other fields: a broker both excluded and added, removed or replaced;
+    demotion (reordering only) with anything that moves replicas."""
+    olds, news = {o for o, _ in r.replace}, {n for _, n in r.replace}
+    for name, named in (("add", set(r.add)), ("remove", set(r.remove)), ("replace", olds | news)):
+        both = sorted(set(r.exclude_brokers) & named)
+        if both:
+            raise RequestError(("exclude_brokers", name), f"broker {both[0]} is excluded from new replicas and also "
+                               f"named in {name}", both[0])
+    if not r.demote:
+        return
+    moving = [(name, getattr(r, name)) for name in ("remove", "add", "replace", "topic_rf") if getattr(r, name)]
+    if r.replication_factor is not None:
+        moving.append(("replication_factor", r.replication_factor))
+    if r.extra_moves_for(1_000_000) > 0:
+        moving.append(("extra_moves", r.extra_moves))
+    for name, value, ok in (("strategy", r.strategy, "flow"), ("balance", r.balance, "count")):
+        if value != ok:
+            moving.append((name, value))
+    if moving:
+        name, value = moving[0]
+        value = ",".join(map(str, value)) if name in ("remove", "add") else value
+        raise RequestError(("demote", name), "demote only reorders replica lists (no replica moves); plan the "
+                           f"demotion and {name} separately", value)
+    if not ("leaders" in r.stages):
+        raise RequestError(("demote", "stages"), "demote needs the leaders stage", ",".join(r.stages))
 
 
 # ---- text forms (the command line, and fleet.json's text values) --------------------------------

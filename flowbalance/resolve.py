@@ -1,8 +1,8 @@
 """``resolve(state, request)``: what a ``PlanRequest`` means for one cluster, worked out once.
 
 The broker changes applied to the brokers (removed brokers marked, new ones added, a replacement in the rack of
-the broker it replaces), the partitions that may move (topic scope, less the held ones), and the target RF of
-every partition. Every check that needs the cluster is here, with errors naming the request's fields.
+the broker it replaces, excluded ones closed to new replicas), the partitions that may move (topic scope, less the
+held and pinned ones: ``controls.pin_mask``), and the target RF of every partition. Every check that needs the cluster is here, with errors naming the request's fields.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .controls import check_closed_feasible, check_pins, pin_mask
 from .errors import PlanningError, RequestError
 from .model import ClusterState
 from .request import PlanRequest
@@ -36,12 +37,37 @@ def resolve(state: ClusterState, request: PlanRequest, pinned: np.ndarray | None
     """Apply ``request`` (validated here) to ``state``; ``pinned`` (bool per partition) are held in place."""
     request.validate()
     before = apply_broker_changes(state, request)
+    pinned = pinned_rows(before, request, pinned)
     movable = movable_rows(before, request, pinned)
     target_rf = target_rfs(before, request, movable)
     check_feasible(before, target_rf)
+    check_closed(before, request)
+    check_closed_feasible(before, target_rf, movable)
     check_sizes(before, request)
     check_capacity(before, target_rf)
     return Resolved(request, before, movable, target_rf, request.replacements)
+
+
+def pinned_rows(state: ClusterState, request: PlanRequest, held: np.ndarray | None) -> np.ndarray | None:
+    """``held`` (in flight, unhealthy, placed by Confluent) with the request's ``pin`` patterns added; a pinned
+    partition with a replica on a removed broker is a ``RequestError`` on ``pin``."""
+    if not request.pin:
+        return held
+    pins = pin_mask(state, request.pin)
+    check_pins(state, pins, request.pin, rows_on_removed(state))
+    return pins if held is None else pins | np.asarray(held, dtype=bool)
+
+
+def check_closed(state: ClusterState, request: PlanRequest) -> None:
+    """Brokers closed to new replicas are kept by the flow strategy's count and swap stages; the template strategy
+    and disk balance place without that rule, so they are refused with closed brokers."""
+    if not state.brokers.no_new.any():
+        return
+    for name, value, ok in (("strategy", request.strategy, "flow"), ("balance", request.balance, "count")):
+        if value != ok:
+            raise RequestError(("exclude_brokers", name), f"brokers closed to new replicas are planned with {name} "
+                               f"{ok} only (got {name} {value})", ",".join(map(str, request.exclude_brokers)) or
+                               "the broker file's state no-new-replicas")
 
 
 def rows_on_removed(state: ClusterState) -> np.ndarray:
@@ -72,9 +98,10 @@ def check_broker_changes(state: ClusterState, request: PlanRequest) -> None:
     for x in request.add:
         if _holding(state, x):
             raise RequestError("add", f"broker {x} already exists and holds replicas: add names new brokers", x)
-    for x in request.remove:
-        if not b.contains(x):
-            raise RequestError("remove", "unknown broker (not in the broker file or the assignment)", x)
+    for name in ("remove", "exclude_brokers", "demote"):
+        for x in getattr(request, name):
+            if not b.contains(x):
+                raise RequestError(name, "unknown broker (not in the broker file or the assignment)", x)
 
 
 def apply_broker_changes(state: ClusterState, request: PlanRequest) -> ClusterState:
@@ -98,6 +125,7 @@ def apply_broker_changes(state: ClusterState, request: PlanRequest) -> ClusterSt
     gone = list(request.remove) + list(replace)
     if gone:
         b = b.with_removed(gone)
+    b = b.with_closed(request.exclude_brokers)
     if not b.live.any():
         raise RequestError("remove", "this would remove every broker", ",".join(map(str, gone)))
     return state.with_brokers(b)

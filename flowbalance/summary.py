@@ -197,7 +197,23 @@ def plan_summary(p) -> dict:
         },
         "notes": list(cert.notes),
         "seconds": {k: round(v, 3) for k, v in p.seconds.items()},
+        **_controls(p),
     }
+
+
+def _controls(p) -> dict:
+    """The operator controls' entries, present only when the request used them (plain plans keep their keys)."""
+    from .controls import demote_fields
+
+    req, out = p.request, {}
+    if req.exclude_brokers or p.before.brokers.no_new.any():
+        b = p.before.brokers
+        out["excluded_brokers"] = [int(x) for x in b.ids[b.no_new]]
+    if req.pin:
+        out["pinned_patterns"] = list(req.pin)
+    if req.demote:
+        out["demote"] = demote_fields(p.before, p.after, req.demote)
+    return out
 
 
 def _gap(value: int, bound: int) -> float | None:

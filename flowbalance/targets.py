@@ -54,3 +54,47 @@ def share_intervals(totals: np.ndarray, weight_live: np.ndarray) -> tuple[np.nda
     flattened group-major."""
     q = np.asarray(totals)[:, None] * (weight_live / weight_live.sum())[None, :]
     return np.floor(q + 1e-9).astype(np.int64).ravel(), np.ceil(q - 1e-9).astype(np.int64).ravel()
+
+
+def capped_quotas(total: np.ndarray, weight: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Water-filled shares: per group g (rows) and broker (columns), min(w_b·L_g, cap_gb) with the level L_g set so
+    each row sums to ``total[g]`` (``cap`` < 0: no cap; a broker with weight 0 gets nothing). Brokers closed to new
+    replicas are capped at what they hold: their share of a level above it goes to the others. A row whose
+    uncapped brokers cannot take the rest (every broker capped) keeps the caps and sums below its total.
+    Vectorized over groups; each pass caps the brokers whose cap is under the level, at most one pass per broker."""
+    total = np.asarray(total, dtype=np.float64)
+    w = np.broadcast_to(np.asarray(weight, dtype=np.float64), cap.shape)
+    capped = np.zeros(cap.shape, dtype=bool)
+    has_cap = cap >= 0
+    for _ in range(cap.shape[1] + 1):
+        free_w = np.where(capped, 0.0, w).sum(axis=1)
+        rest = total - np.where(capped, cap, 0).sum(axis=1)
+        level = np.where(free_w > 0, np.maximum(rest, 0) / np.where(free_w > 0, free_w, 1.0), 0.0)
+        more = has_cap & ~capped & (cap < w * level[:, None] - _EPS)
+        if not more.any():
+            break
+        capped |= more
+    return np.where(capped, cap, w * level[:, None])
+
+
+def capped_intervals(total: int, weight: np.ndarray, live: np.ndarray, cap: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals`` with a ceiling per broker (``cap`` < 0: none): a capped broker's interval is at most its cap,
+    the others share the rest by weight. Without a cap this is ``intervals`` exactly."""
+    if not (np.asarray(cap)[live] >= 0).any():
+        return intervals(total, weight, live)
+    q = capped_quotas(np.array([total]), np.where(live, weight, 0.0), np.where(live, cap, -1)[None, :])[0]
+    q = np.where(live, q, 0.0)
+    lo = np.floor(q + _EPS).astype(np.int64)
+    hi = np.maximum(np.ceil(q - _EPS).astype(np.int64), lo)
+    return lo, hi
+
+
+def capped_share_intervals(totals: np.ndarray, weight_live: np.ndarray, cap: np.ndarray | None
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """``share_intervals`` with a ceiling per (group, live broker) (``cap`` [G, NL], < 0: none), flattened
+    group-major. Without caps this is ``share_intervals`` exactly."""
+    if cap is None or not (cap >= 0).any():
+        return share_intervals(totals, weight_live)
+    q = capped_quotas(np.asarray(totals), weight_live, cap)
+    return np.floor(q + 1e-9).astype(np.int64).ravel(), np.ceil(q - 1e-9).astype(np.int64).ravel()

@@ -16,7 +16,8 @@ from ..model import ClusterState
 from ..resolve import Resolved, rows_on_removed
 from ..stages.failover_moves import rack_failover_floor
 from .budget import scope_of
-from ..targets import intervals, within
+from ..controls import closed_caps
+from ..targets import capped_intervals, intervals, within
 
 
 def meets_every_target(r: Resolved) -> bool:
@@ -59,7 +60,10 @@ def _counts_at_target(state: ClusterState, per_topic: bool, replicas_on: bool, b
         return not c[~b.live].any()
     if bytes_only:
         return not len(rack_violations(state)) and not c[~b.live].any()
-    if not within(c, *intervals(int(c.sum()), b.weight, b.live), b.live) or len(rack_violations(state)):
+    cap = closed_caps(state)  # brokers closed to new replicas: at most what they hold
+    bounds = (intervals(int(c.sum()), b.weight, b.live) if cap is None else
+              capped_intervals(int(c.sum()), b.weight, b.live, cap))
+    if not within(c, *bounds, b.live) or len(rack_violations(state)):
         return False
     return not (per_topic and topic_spread(state).unbalanced_topics)
 

@@ -1,4 +1,9 @@
-"""Reader for broker files: JSON (a list of objects, or {"id": "rack"}) or CSV ``id,rack[,weight][,capacity_bytes]``."""
+"""Reader for broker files: JSON (a list of objects, or {"id": "rack"}) or CSV
+``id,rack[,weight][,capacity_bytes][,state]``.
+
+``state``: ``live`` (default), ``removed`` (to empty and take out) or ``no-new-replicas`` (keeps its replicas,
+receives none: fenced, cordoned, drained slowly or full).
+"""
 from __future__ import annotations
 
 import math
@@ -8,7 +13,18 @@ from ..model import Brokers
 from .csvrows import csv_rows
 from .jsontext import parse_json
 
-_STATES = {"live": False, "removed": True, "remove": True}
+# state → (removed, closed to new replicas)
+_STATES = {"live": (False, False), "removed": (True, False), "remove": (True, False),
+           "no-new-replicas": (False, True)}
+_STATE_TEXT = 'state must be "live", "removed" or "no-new-replicas"'
+
+
+def _state(value: object, source: str, place: str) -> tuple[bool, bool]:
+    if value is None or value == "":
+        return _STATES["live"]
+    if type(value) is not str or value.strip() not in _STATES:
+        raise InputError(source, place, _STATE_TEXT, value)
+    return _STATES[value.strip()]
 
 
 def read_broker_file(text: str, source: str, fmt: str | None = None) -> Brokers:
@@ -76,7 +92,8 @@ def _rack(value: object, source: str, place: str) -> str | None:
     return value.strip() or None
 
 
-def _assemble(rows: list[tuple[int, str | None, float, int | None, bool, str]], source: str) -> Brokers:
+def _assemble(rows: list[tuple[int, str | None, float, int | None, tuple[bool, bool], str]], source: str
+              ) -> Brokers:
     if not rows:
         raise InputError(source, "", "no brokers listed")
     seen: dict[int, str] = {}
@@ -85,7 +102,8 @@ def _assemble(rows: list[tuple[int, str | None, float, int | None, bool, str]], 
             raise InputError(source, place, f"duplicate broker id (also at {seen[bid]})", bid)
         seen[bid] = place
     return Brokers.build(
-        [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows]
+        [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+        [r[4][0] for r in rows], [r[4][1] for r in rows]
     )
 
 
@@ -95,7 +113,7 @@ def _from_json(doc: object, source: str) -> Brokers:
         # {"0": "a", "1": "b"}: broker id -> rack
         for key, rack in doc.items():
             place = f"key {key!r}"
-            rows.append((_broker_id(key, source, place), _rack(rack, source, place), 1.0, None, False, place))
+            rows.append((_broker_id(key, source, place), _rack(rack, source, place), 1.0, None, _STATES["live"], place))
         return _assemble(rows, source)
     if not isinstance(doc, list):
         raise InputError(source, "top level", "expected a list of brokers or an object of id: rack", type(doc).__name__)
@@ -112,15 +130,14 @@ def _from_json(doc: object, source: str) -> Brokers:
         bid = _broker_id(e["id"], source, f"{place}.id")
         if type(e["id"]) is not int:
             raise InputError(source, f"{place}.id", "broker id must be an integer", e["id"])
-        state = e.get("state", "live")
-        if type(state) is not str or state not in _STATES:
-            raise InputError(source, f"{place}.state", "state must be \"live\" or \"removed\"", state)
+        if type(e.get("state", "live")) is not str:
+            raise InputError(source, f"{place}.state", _STATE_TEXT, e["state"])
         rows.append((
             bid,
             _rack(e.get("rack"), source, f"{place}.rack"),
             _weight(e.get("weight", 1), source, f"{place}.weight"),
             _capacity(e.get("capacity_bytes"), source, f"{place}.capacity_bytes"),
-            _STATES[state],
+            _state(e.get("state", "live"), source, f"{place}.state"),
             place,
         ))
     return _assemble(rows, source)
@@ -138,11 +155,13 @@ def _from_csv(text: str, source: str) -> Brokers:
             if rec[0].lower() in ("id", "broker", "broker_id"):
                 continue  # header
         place = f"line {line}"
-        if len(rec) > 4:
-            raise InputError(source, place, "too many columns (expected id,rack[,weight][,capacity_bytes])", ",".join(rec))
+        if len(rec) > 5:
+            raise InputError(source, place, "too many columns (expected id,rack[,weight][,capacity_bytes][,state])",
+                             ",".join(rec))
         bid = _broker_id(rec[0], source, f"{place}: id")
         rack = rec[1] or None if len(rec) > 1 else None
         weight = _weight(rec[2], source, f"{place}: weight") if len(rec) > 2 and rec[2] != "" else 1.0
         cap = _capacity(rec[3], source, f"{place}: capacity_bytes") if len(rec) > 3 else None
-        rows.append((bid, rack, weight, cap, False, place))
+        state = _state(rec[4], source, f"{place}: state") if len(rec) > 4 else _STATES["live"]
+        rows.append((bid, rack, weight, cap, state, place))
     return _assemble(rows, source)

@@ -8,7 +8,7 @@ import numpy as np
 from ..flow.network import Network
 from ..model import PAD, Brokers, ClusterState
 from ..racks import rack_bounds, rack_totals_fixed
-from ..targets import intervals, share_intervals  # noqa: F401 (share_intervals: used by the stages)
+from ..targets import capped_intervals, capped_share_intervals, intervals, share_intervals  # noqa: F401 (share_intervals: used by the stages)
 
 # Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
 # node count below this bound.
@@ -150,7 +150,7 @@ class StageInput:
 
 def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: np.ndarray, K: int,
                           movable_rf: np.ndarray, fixed_c: np.ndarray, topic_of: np.ndarray | None = None,
-                          num_topics: int = 0
+                          num_topics: int = 0, cap: np.ndarray | None = None, topic_cap: np.ndarray | None = None
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None] | None:
     """Targets when the rack rule fixes every rack's total: lo_r == hi_r for every rack and every movable
     partition (``racks.rack_bounds``; e.g. RF = number of racks, or RF 4 over racks of 4 and 1 brokers: 3 + 1),
@@ -158,7 +158,8 @@ def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: 
     weight share *within its rack* (cluster-wide shares cannot all be met when the racks differ in size).
     ``topic_of`` (topic position of each movable partition, ``num_topics`` of them) adds per-topic targets.
     Returns (lo, hi) per broker and per-topic (lo, hi) flattened topic-major over live positions, or None when
-    the rack totals are not fixed."""
+    the rack totals are not fixed. ``cap`` [N] / ``topic_cap`` [T, NL] (-1: none): ceilings of brokers closed to
+    new replicas, water-filled within each rack (``targets.capped_intervals``)."""
     if K < 2 or len(movable_rf) == 0:
         return None
     sizes = np.bincount(rack_of_live, minlength=K).astype(np.int64)
@@ -177,11 +178,14 @@ def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: 
         members = live_idx[pos]
         in_rack = np.zeros(N, dtype=bool)
         in_rack[members] = True
-        b_lo, b_hi = intervals(int(r_hi[:, r].sum()) + int(fixed_c[members].sum()), brokers.weight, in_rack)
+        rack_total = int(r_hi[:, r].sum()) + int(fixed_c[members].sum())
+        b_lo, b_hi = (intervals(rack_total, brokers.weight, in_rack) if cap is None else
+                      capped_intervals(rack_total, brokers.weight, in_rack, cap))
         lo[members], hi[members] = b_lo[members], b_hi[members]
         if T:
             per_topic = np.bincount(topic_of, weights=r_hi[:, r], minlength=T).astype(np.int64)
-            a, c = share_intervals(per_topic, brokers.weight[members])
+            a, c = capped_share_intervals(per_topic, brokers.weight[members],
+                                          None if topic_cap is None else topic_cap[:, pos])
             tlo[:, pos] = a.reshape(T, len(pos))
             thi[:, pos] = c.reshape(T, len(pos))
     return lo, hi, (tlo.ravel() if T else None), (thi.ravel() if T else None)

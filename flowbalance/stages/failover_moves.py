@@ -22,7 +22,8 @@ moves kept are the ones that lowered the worst spread of the order.
 
 Hard rules kept by every swap: broker counts (unchanged), the rack rule (a replaced replica's rack checked against
 the partition's per-rack bounds, ``racks.distinct_rack_bounds``), RF, live brokers only, movable partitions with
-every replica live only. Per-topic counts: a swap inside one topic keeps them; a swap across two topics changes
+every replica live only, no arrival on a broker closed to new replicas (``Brokers.closed``). Per-topic counts: a
+swap inside one topic keeps them; a swap across two topics changes
 four (topic, broker) counts and is taken only when none of them ends farther outside its strict interval than it
 was (so no topic's excess rises). Swaps inside a topic are preferred, then those that touch no other row, then
 the fewest moves (against the original assignment: a replica put back where it was costs -1).
@@ -139,6 +140,7 @@ class _Search:
         self.cells = cells
         live = b.live
         self.live = live
+        self.closed = b.no_new  # brokers closed to new replicas: a swap never makes one an arrival there
         in_live = np.append(live, False)[self.idx]
         rf = (self.idx >= 0).sum(axis=1)
         self.eligible = np.asarray(movable, bool) & (in_live.sum(axis=1) == rf) & (rf >= 2)
@@ -241,6 +243,7 @@ class _Search:
         ok = (gain >= 2 - EPS) & ((V[b] >= hi - EPS) | (V[c] <= lo + EPS))
         p, b, c, gain = p[ok], b[ok], c[ok], gain[ok]
         ok = ~(self.idx[p] == c[:, None]).any(axis=1) & self.rack_ok(p, b, c)
+        ok &= ~self.closed[c] | (self._arrival(p, c) == 0)
         p, b, c, gain = p[ok], b[ok], c[ok], gain[ok]
         if not len(p):
             return None
@@ -287,7 +290,7 @@ class _Search:
         if cross:
             ok &= self.topic[q] != self.topic[p[i]]
         i, q, pos, pb, pc = i[ok], q[ok], pos[ok], pb[ok], pc[ok]
-        ok = self.rack_ok(q, pc, pb)
+        ok = self.rack_ok(q, pc, pb) & (~self.closed[pb] | (self._arrival(q, pb) == 0))
         if cross:
             ok &= self._cells_ok(self.topic[p[i]], self.topic[q], pb, pc)
         side = pos == 1

@@ -105,6 +105,8 @@ def balance_pooled(
     # a move costs more than any difference in the per-topic cost (at most (STEPS + 1) per replica either way)
     unit_cost = (move_weight or graded_move_cost(total)) if lexicographic else 1
 
+    open_b = ~b.no_new[live_idx]  # live positions open to new replicas
+
     def build(hard: bool, prune: bool):
         """The pooled network. With ``prune``, pools only feed (topic, broker) pairs below their ceiling (a
         restriction: accepted only when it reaches the lower bound). (topic, broker) nodes whose interval cannot
@@ -163,13 +165,14 @@ def balance_pooled(
             src, move_cap = pnode.reshape(Pm, 1), kp
         keep = net.add(src[kr, rack_of_live[kb]], kheads, 1, 0)
         move = net.add(src[mp, mr], hub[tpos[mp] * K + mr], move_cap, unit_cost if move_cost is None else move_cost[mp])
-        pool = net.add(hub[pt * K + rack_of_live[pb]], pheads, tcount[pt], 0)
+        # no pool feeds a broker closed to new replicas (it only keeps what it holds)
+        pool = net.add(hub[pt * K + rack_of_live[pb]], pheads, np.where(open_b[pb], tcount[pt], 0), 0)
         forced = np.zeros(len(pool), dtype=np.int64)
         if direct_lo is not None and len(direct):
             dt, db = direct // NL, direct % NL
             dtail = hub[dt * K + rack_of_live[db]]
             net.force(dtail[direct_lo > 0], bnode[db[direct_lo > 0]], direct_lo[direct_lo > 0])
-            pool = np.concatenate([pool, net.add(dtail, bnode[db], thi[direct] - direct_lo, 0)])
+            pool = np.concatenate([pool, net.add(dtail, bnode[db], np.where(open_b[db], thi[direct] - direct_lo, 0), 0)])
             forced = np.concatenate([forced, direct_lo])
             pt, pb = np.concatenate([pt, dt]), np.concatenate([pb, db])
         if per_topic and Pm:

@@ -5,7 +5,8 @@ Network, per movable partition p (supply = its target RF):
 An arc into a broker that already holds p costs 0 (keep); any other costs one move. Broker totals and per-topic
 totals are soft intervals [floor, ceil] of each broker's share, with penalties far above any number of moves, so
 the optimum first meets every interval it can and then moves the fewest replicas (the flow, not a fixed rule,
-decides which brokers keep the ceiling). Removed brokers get no arcs, so everything on them moves.
+decides which brokers keep the ceiling). Removed brokers get no arcs, so everything on them moves; brokers closed to
+new replicas keep their keep arcs and no others.
 """
 from __future__ import annotations
 
@@ -187,7 +188,8 @@ def balance_keep(
             cost[sel] = np.where(keep[sel], 0, cost[sel] - bonus)
     tails = rnode[pp * K + rack_of_live[bb]] if use_racks else pnode[pp]
     heads = tnode[tpos_of[pp] * NL + bb] if per_topic else bnode[bb]
-    cand = net.add(tails, heads, 1, cost)
+    # brokers closed to new replicas keep theirs (keep arcs) and take no others (capacity 0)
+    cand = net.add(tails, heads, (keep | ~b.no_new[live_idx][bb]).astype(np.int64), cost)
 
     # (topic, broker) -> broker: per-topic soft intervals
     if per_topic:

@@ -148,7 +148,7 @@ def _build(tg: StageTargets, deficit: np.ndarray, lexicographic: bool, unit_cost
     supply[sink] = -int(supply.sum())
     net.set_supply(supply)
     releasing = n_b > lo_b if restrict else n_b > 0
-    receiving = n_b < hi_b if restrict else np.ones(NL, dtype=bool)
+    receiving = (n_b < hi_b if restrict else np.ones(NL, dtype=bool)) & ~si.b.no_new[si.live_idx]  # closed: none
     room = np.maximum(hi_b - n_b, 0) if restrict else np.full(NL, tg.total, dtype=np.int64)
     net.add(out, inn, n_b, 0)
     c_tb = tg.c_tb if tg.per_topic else n_b

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..controls import closed_caps, topic_caps
 from ..model import ClusterState
-from ..targets import intervals, min_arrivals
+from ..targets import capped_intervals, capped_share_intervals, intervals, min_arrivals
 from .common import StageInput, rack_forced_intervals, share_intervals, widen
 
 
@@ -59,7 +60,8 @@ def stage_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
     fidx = idx[~movable]
     fixed_c = np.bincount(fidx[fidx >= 0], minlength=N).astype(np.int64)
     total = int(trf.sum())
-    lo, hi = intervals(total, b.weight, live)
+    cap = closed_caps(state)  # brokers closed to new replicas: at most what they hold (controls.py)
+    lo, hi = intervals(total, b.weight, live) if cap is None else capped_intervals(total, b.weight, live, cap)
     if not count_targets:
         lo, hi = np.zeros_like(lo), np.where(live, total, 0)
     use_racks = racks and b.has_racks
@@ -78,17 +80,18 @@ def stage_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
     ok = kb >= 0
     kr, kc, kb = kr[ok], kc[ok], kb[ok]
     tcount = np.bincount(tpos, minlength=Tm).astype(np.int64)
-    tlo = thi = c_tb = None
+    tlo = thi = c_tb = tcap = None
     if per_topic:
         rt = np.bincount(tpos, weights=kp, minlength=Tm).astype(np.int64)
-        tlo, thi = widen(*share_intervals(rt, b.weight[live_idx]), topic_slack)
         c_tb = np.bincount(tpos[kr] * NL + kb, minlength=Tm * NL)
-    forced = (rack_forced_intervals(b, live_idx, rack_of_live, K, kp, fixed_c, tpos if per_topic else None, Tm)
-              if (use_racks and count_targets) else None)
+        tcap = topic_caps(state, live_idx, c_tb)
+        tlo, thi = _capped(widen(*capped_share_intervals(rt, b.weight[live_idx], tcap), topic_slack), tcap)
+    forced = (rack_forced_intervals(b, live_idx, rack_of_live, K, kp, fixed_c, tpos if per_topic else None, Tm,
+                                    cap, tcap) if (use_racks and count_targets) else None)
     if forced is not None:
         lo, hi = forced[0], forced[1]
         if per_topic:
-            tlo, thi = widen(forced[2], forced[3], topic_slack)
+            tlo, thi = _capped(widen(forced[2], forced[3], topic_slack), tcap)
         # the lower bounds for these targets (M* and the per-topic sum, as in targets.min_arrivals)
         c_all = np.bincount(idx[idx >= 0], minlength=N)
         lower_bound = min_arrivals(c_all, total, lo, hi, live)
@@ -96,6 +99,10 @@ def stage_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
             clip = np.clip(c_tb, tlo, thi)
             short = rt - np.bincount(np.repeat(np.arange(Tm), NL), weights=clip, minlength=Tm)
             lower_bound = max(lower_bound, int(np.maximum(clip - c_tb, 0).sum() + np.maximum(short, 0).sum()))
+    if cap is not None and lower_bound is not None and forced is None:
+        # the caller's bound is for the uncapped targets: the broker totals' bound for these (a valid bound
+        # whether per-topic targets are hard or graded; a pruned attempt is kept only when it reaches it)
+        lower_bound = min_arrivals(np.bincount(idx[idx >= 0], minlength=N), total, lo, hi, live)
     if achieved is not None:
         # hard intervals widened to an earlier plan's counts: that plan is feasible, and any plan found is at
         # least as balanced at every broker and (topic, broker)
@@ -110,3 +117,13 @@ def stage_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
     return StageTargets(si=si, trf=trf, kp=kp, fixed_c=fixed_c, total=total, lo=lo, hi=hi, use_racks=use_racks,
                         rack_of_live=rack_of_live, K=K, forced=forced is not None, tpos=tpos, Tm=Tm, tcount=tcount,
                         tlo=tlo, thi=thi, c_tb=c_tb, sub=sub, kr=kr, kc=kc, kb=kb, lower_bound=lower_bound)
+
+
+def _capped(bounds: tuple[np.ndarray, np.ndarray], tcap: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-topic intervals (flattened) no higher than the closed brokers' ceilings (a slack never lifts them)."""
+    lo, hi = bounds
+    if tcap is None:
+        return lo, hi
+    cap = tcap.ravel()
+    hi = np.where(cap >= 0, np.minimum(hi, cap), hi)
+    return np.minimum(lo, hi), hi
