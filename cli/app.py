@@ -31,6 +31,7 @@ try:  # Ctrl-C while the command line loads (numpy, typer, ...): one line, not a
     from .plan import plan_command
     from .render import escape_controls
     from .report import report
+    from .status import status
 except KeyboardInterrupt:  # pragma: no cover - timing dependent
     sys.stderr.write("flowbalance: interrupted\n")
     raise SystemExit(130) from None
@@ -66,6 +67,7 @@ app.command("compare")(compare)
 app.command("frontier")(frontier_command)
 app.command("batches")(batches)
 app.command("report")(report)
+app.command("status")(status)
 app.command("fleet")(fleet)
 
 

@@ -21,6 +21,7 @@ from .progress import Steps
 from flowbalance.summary import format_bytes as _bytes
 
 from .render import console, json_text, safe_text, warn
+from .status import ForceOpt, fresh
 
 PLACEHOLDER = "$BOOTSTRAP"
 MAX_TABLE_ROWS = 40
@@ -235,6 +236,7 @@ def batches(
     bootstrap_server: Optional[str] = typer.Option(None, "--bootstrap-server", help="HOST:PORT for the commands in steps.txt (default: $BOOTSTRAP)."),
     json_out: bool = o.JsonOpt,
     disable_rack_aware: bool = o.NoRackOpt,
+    force: bool = ForceOpt,
     quiet: bool = o.QuietOpt,
 ) -> None:
     """Split PLAN into ordered batches for kafka-reassign-partitions, with rollback, election and steps.txt: the
@@ -253,6 +255,7 @@ def batches(
     with Steps(total=3, enabled=not quiet) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
+        fresh_notes = fresh(plan_file, loaded, current, force)  # a stale plan is refused unless --force
         pf = read_plan(plan_file, loaded.state, current_source=str(current))
         steps.step("splitting into batches")
         res = split_plan(loaded.state, pf.final, max_moves_per_broker=max_moves_per_broker,
@@ -260,7 +263,7 @@ def batches(
                          order=order, rank=pf.rank)
         verify_batches(res)  # every batch file and the rollback, as written, before anything is written
         steps.step("writing files")
-    warnings = list(loaded.warnings) + [_PARAM.sub(lambda m: FLAGS[m.group(1)], w) for w in res.warnings]
+    warnings = list(loaded.warnings) + fresh_notes + [_PARAM.sub(lambda m: FLAGS[m.group(1)], w) for w in res.warnings]
     if throttle and not res.sizes_known and len(res):
         warnings.append("--throttle: partition sizes are unknown (give --sizes), so copy times cannot be estimated")
 

@@ -21,6 +21,7 @@ from . import options as o
 from .plan import request
 from .render import console, json_text, safe_text, warn
 from .report_view import render_report
+from .status import ForceOpt, fresh
 
 
 def report(
@@ -40,6 +41,7 @@ def report(
     frontier_file: o.PathOpt = typer.Option(None, "--frontier", help="Draw this frontier (what `flowbalance "
                                             "frontier --json` printed for CURRENT) in the --html page."),
     disable_rack_aware: bool = o.NoRackOpt,
+    force: bool = ForceOpt,
 ) -> None:
     """Per broker load, leaders when any one broker or rack fails, the moves, and warnings; before → after with
     --plan.
@@ -60,7 +62,9 @@ def report(
     state = loaded.state
     saved = None if frontier_file is None else read_frontier(frontier_file, state, current_source=str(current))
     after = None
+    notes: list[str] = []
     if plan_file is not None:
+        notes = fresh(plan_file, loaded, current, force)  # a stale plan is refused unless --force
         pf = read_plan(plan_file, state, current_source=str(current))
         if pf.new_brokers and state.brokers.has_racks:
             raise InputError(str(plan_file), "", "racks are in use: list the plan's new brokers (with their racks) "
@@ -77,7 +81,7 @@ def report(
                       per_topic_mode=per_topic)
         cert = certify_plan(state, after, req, pinned=held_rows(loaded.status, move_unhealthy=move_unhealthy))
     rep = build_report(state, after, certificate=cert, status=loaded.status)
-    for w in loaded.warnings:
+    for w in loaded.warnings + notes:
         warn(w)
     if html is not None:
         title = f"flowbalance report: {Path(current).name}" + (f" + {Path(plan_file).name}" if plan_file else "")
