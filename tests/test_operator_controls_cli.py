@@ -1,0 +1,88 @@
+"""Operator controls on the command line and in fleet.json: bad input ends in one line naming the flag (or the
+fleet key) and the value, exit code 2, nothing written; the controls work end to end."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import flowbalance as fb
+from flowbalance.errors import InputError
+
+ROWS = [("orders", 0, [1, 2]), ("orders", 1, [2, 3]), ("orders", 2, [3, 4]), ("orders", 3, [4, 1]),
+        ("orders", 4, [1, 3]), ("clicks", 0, [1, 2]), ("clicks", 1, [3, 4])]
+
+
+def _write(tmp_path, rows=ROWS):
+    doc = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": r} for t, p, r in rows]}
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    return tmp_path / "a.json"
+
+
+BAD = [
+    (["--exclude-brokers", "9"], "--exclude-brokers", "unknown broker", "9"),
+    (["--exclude-brokers", "x"], "--exclude-brokers", "non-negative integers", "'x'"),
+    (["--demote", "9"], "--demote", "unknown broker", "9"),
+    (["--demote", "1,1"], "--demote", "listed twice", "'1,1'"),
+    (["--pin", "("], "--pin", "invalid regular expression", "'('"),
+    (["--pin", "nothing.*"], "--pin", "matches no partition", "'nothing.*'"),
+    (["--pin", "orders:0,orders:9"], "--pin", "matches no partition", "'orders:9'"),
+    (["--pin", "orders:x"], "--pin", "TOPIC:PARTITION", "'orders:x'"),
+    (["--pin", "@empty.txt"], "--pin", "no pattern", "'@empty.txt'"),
+    (["--pin", "@missing.txt"], "--pin", "cannot read", "'@missing.txt'"),
+    (["--pin", "orders:0", "--remove", "1"], "--pin", "removed broker", "'orders:0'"),
+    (["--demote", "1", "--remove", "2"], "--demote/--remove", "no replica moves", "'2'"),
+    (["--demote", "1", "--replication-factor", "3"], "--demote/--replication-factor", "no replica moves", "3"),
+    (["--demote", "1", "--extra-moves", "5"], "--demote/--extra-moves", "no replica moves", "'5'"),
+    (["--exclude-brokers", "2", "--remove", "2"], "--exclude-brokers/--remove", "also named in remove", "2"),
+    (["--exclude-brokers", "2", "--strategy", "template"], "--exclude-brokers/--strategy", "flow only", "'2'"),
+]
+
+
+@pytest.mark.parametrize("args,flag,what,value", BAD, ids=[" ".join(b[0]) for b in BAD])
+def test_bad_controls_end_in_one_line(tmp_path, monkeypatch, run_cli, args, flag, what, value):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path)
+    (tmp_path / "empty.txt").write_text("# nothing\n\n")
+    code, out, err = run_cli("plan", "a.json", "-o", "p.json", "-q", *args)
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"flowbalance: error: {flag}:"), err
+    assert what in lines[0] and f"(got {value})" in lines[0], err
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_pin_file_and_exclude_and_demote_work(tmp_path, monkeypatch, run_cli):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, ROWS + [("orders", 5, [1, 2]), ("orders", 6, [1, 3]), ("orders", 7, [1, 4])])
+    (tmp_path / "pins.txt").write_text("# held\nclicks:0\norders:0,orders:5\n")
+    code, out, err = run_cli("plan", "a.json", "-o", "p.json", "--pin", "@pins.txt", "--exclude-brokers", "2",
+                             "--remove", "4", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["pinned_patterns"] == ["clicks:0", "orders:0,orders:5"] and data["excluded_brokers"] == [2]
+    moved = {(e["topic"], e["partition"]): e["replicas"] for e in json.loads((tmp_path / "p.json").read_text())
+             ["partitions"]}
+    assert not {("clicks", 0), ("orders", 0), ("orders", 5)} & set(moved) and moved
+    before = {(t, p): r for t, p, r in ROWS + [("orders", 5, [1, 2]), ("orders", 6, [1, 3]), ("orders", 7, [1, 4])]}
+    assert all(2 not in r or 2 in before[k] for k, r in moved.items())
+    code, out, err = run_cli("plan", "a.json", "-o", "d.json", "--demote", "1", "--election", "e.json")
+    assert code == 0, err
+    assert "Demote 1:" in out and "0 partitions could not be demoted" in out
+    plan = json.loads((tmp_path / "d.json").read_text())["partitions"]
+    assert plan and all(e["replicas"][0] != 1 for e in plan)
+    assert len(json.loads((tmp_path / "e.json").read_text())["partitions"]) == len(plan)
+
+
+def test_fleet_json_request_fields():
+    req = fb.PlanRequest.from_json({"exclude_brokers": "3,4", "pin": ["orders", "clicks:0"], "demote": [5]},
+                                   "fleet.json: clusters.c1")
+    assert req.exclude_brokers == (3, 4) and req.pin == ("orders", "clicks:0") and req.demote == (5,)
+    assert fb.PlanRequest.from_json({"pin": "orders"}, "x").pin == ("orders",)
+    for entry, key in (({"pin": 3}, "pin"), ({"exclude_brokers": "a"}, "exclude_brokers"),
+                       ({"demote": [1], "remove": [2]}, "demote/remove"), ({"pin": [""]}, "pin")):
+        with pytest.raises(InputError) as err:
+            fb.PlanRequest.from_json(entry, "fleet.json: clusters.c1")
+        assert f"fleet.json: clusters.c1.{key}" in str(err.value) or f"clusters.c1: {key}" in str(err.value), \
+            str(err.value)
