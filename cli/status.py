@@ -40,7 +40,7 @@ def fresh(plan_file: Path, loaded, current: Path, force: bool) -> list[str]:
 def status(
     plan_file: Path = typer.Argument(..., metavar="PLAN", show_default=False,
                                      help="The reassignment JSON being executed (as flowbalance plan -o wrote it, "
-                                          "with its PLAN.meta.json sidecar)."),
+                                          "with its sidecar: plan.json -> plan.meta.json)."),
     current: Path = typer.Option(..., "--current", show_default=False,
                                  help="A dump taken now: kafka-topics --describe text (shows the moves in flight), "
                                       "reassignment JSON or --generate output."),
