@@ -144,7 +144,15 @@ def later_dump(rnd, ids, cur, new, json_form: bool):
                 lists[k] = list(n) + [b for b in o if b not in n]
         else:
             outsider = max(ids) + 1 + rnd.randrange(3)  # a broker neither list holds
-            lists[k] = [outsider] + list(o[1:]) if rnd.random() < 0.7 else o[1:] + o[:1]
+            how = rnd.random()
+            if how < 0.5:
+                lists[k] = [outsider] + list(o[1:])
+            elif how < 0.75 or set(n) == set(o):
+                lists[k] = o[1:] + o[:1]  # the old brokers, reordered by someone
+            else:
+                lists[k] = n[1:] + n[:1]  # the planned brokers, in another order than planned
+            if lists[k] in (o, n):  # a rotation that happens to be one of the two lists
+                lists[k] = [outsider] + list(o[1:])
         want[k] = fate
     return lists, running, want, changed
 
@@ -239,7 +247,7 @@ def test_malformed_or_foreign_sidecar_is_one_line(tmp_path, edit, field, run_cli
 # ---- classification --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("form", ["describe", "json"])
 def test_half_done_reassignment_classified(tmp_path, seed, form):
     rnd, ids, cur, new = random_case(seed)
