@@ -191,12 +191,27 @@ class Progress:
         return d
 
 
+def same_request(a: PlanRequest, b: PlanRequest) -> bool:
+    """The same request, however its values were written (``extra_moves`` 0 or "0")."""
+    from .planmeta import request_json
+    from .request import parse_extra_moves
+
+    da, db = request_json(a), request_json(b)
+    da["extra_moves"], db["extra_moves"] = parse_extra_moves(a.extra_moves), parse_extra_moves(b.extra_moves)
+    return da == db
+
+
 def request_changes(req: PlanRequest) -> dict[str, Any]:
     """The request's fields that differ from the defaults (lists for tuples)."""
     from .planmeta import request_json
 
+    from .request import parse_extra_moves
+
     plain, mine = request_json(PlanRequest()), request_json(req)
-    return {k: v for k, v in mine.items() if plain.get(k) != v}
+    out = {k: v for k, v in mine.items() if plain.get(k) != v and k != "extra_moves"}
+    if parse_extra_moves(req.extra_moves) != parse_extra_moves(0):
+        out["extra_moves"] = req.extra_moves
+    return out
 
 
 # ---- array helpers ---------------------------------------------------------------------------------------
@@ -422,9 +437,9 @@ def resume_input(plan_path: str | os.PathLike, state: ClusterState, status: Clus
     given = request if request is not None else PlanRequest()
     req = given
     notes: list[str] = []
-    if prog.meta is not None and given == PlanRequest():
+    if prog.meta is not None and same_request(given, PlanRequest()):
         req = prog.meta.request
-    elif prog.meta is not None and given != prog.meta.request:
+    elif prog.meta is not None and not same_request(given, prog.meta.request):
         notes.append(f"the request given replaces the one {prog.plan_source} was made with")
     reps = state.replicas
     pinned = np.zeros(state.num_partitions, dtype=bool)

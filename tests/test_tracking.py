@@ -488,6 +488,11 @@ def test_resume_keeps_done_moves_and_reaches_a_verified_state(tmp_path, form):
     loaded = load_cluster(dump)
     res = resume_input(plan, loaded.state, loaded.status, current_source=str(dump))
     assert res.request == req  # from the sidecar
+    # the command line's defaults (extra_moves "0") are no request of their own: still the sidecar's
+    assert resume_input(plan, loaded.state, loaded.status, PlanRequest(extra_moves="0")).request == req
+    other = PlanRequest(remove=(6,))
+    replaced = resume_input(plan, loaded.state, loaded.status, other)
+    assert replaced.request == other and any("replaces" in n for n in replaced.input.notes)
     p2 = fb.plan(res.input.state, res.request, pinned=res.input.pinned, notes=res.input.notes)
     later = loaded.state
     keep_rows, keep_lists = [], []
