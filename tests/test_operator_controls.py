@@ -166,6 +166,8 @@ def _demote_oracle(st, demoted: set[int]):
     open_ = np.array([b not in demoted for b in ids])
     fixed_on_demoted = sum(1 for c in choices if c[0] in demoted)
     lo, hi = intervals(len(sets) - fixed_on_demoted, st.brokers.weight, open_)
+    now = np.bincount([ids.index(s[0]) for s in sets], minlength=len(ids))
+    lo, hi = np.minimum(lo, now), np.maximum(hi, now)  # no broker above max(its leaders now, its share)
     best = None
     for pick in itertools.product(*choices):
         c = np.bincount([ids.index(x) for x in pick], minlength=len(ids))
@@ -173,7 +175,7 @@ def _demote_oracle(st, demoted: set[int]):
             continue
         changes = sum(1 for x, s in zip(pick, sets) if x != s[0])
         best = changes if best is None else min(best, changes)
-    return best
+    return best, hi
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -201,15 +203,18 @@ def _demote_case(seed: int) -> bool:
         live_other = [int(x) for x in row if x != PAD and int(x) not in demote]
         if live_other:
             assert int(new[0]) not in demote
-    best = _demote_oracle(st, set(demote))
+    best, hi = _demote_oracle(st, set(demote))
     if best is not None:
         assert p.changes.leader_changes == best, (seed, demote)
+        ids = [int(x) for x in st.brokers.ids]
+        after = np.bincount([ids.index(int(x)) for x in p.after.replicas[:, 0]], minlength=len(ids))
+        assert (after <= hi).all(), (seed, demote)  # no broker raised above its share
     return best is not None and best > int(np.isin(st.replicas[:, 0], demote).sum())
 
 
 def test_demote_oracle_cases_are_not_trivial():
-    """Enough of the cases above need more changes than the demoted leaderships (the balance part is tested)."""
-    assert sum(_demote_case(s) for s in range(30)) >= 5
+    """Some cases above need more changes than the demoted leaderships (no room below the shares)."""
+    assert sum(_demote_case(s) for s in range(30)) >= 1
 
 
 def test_demote_reports_partitions_it_cannot_demote():

@@ -2,10 +2,11 @@
 
 The leader stage's network (``leaders.py``) with the demoted brokers' candidates left out (their leader ceiling is
 0): each partition that has a live replica on a broker not demoted sends its unit to one of those, cost 0 for its
-current leader and 1 for any other (one leadership change). The other live brokers' leader counts are held within
-[floor, ceil] of their share of the leaderships they can take (every partition less those that must stay on a
-demoted broker), hard when that is reachable, else closest (the leader stage's soft solve). So the optimum is the
-fewest leadership changes among the most even leader counts with no demoted leader.
+current leader and 1 for any other (one leadership change). No other live broker ends above the larger of its
+leaders now and the ceiling of its share (``demote_intervals``), hard when that is reachable, else as close as the
+leader stage's soft solve gets (the excess spread over the brokers). So the demoted leaderships go to the brokers
+below their share, and nothing else changes unless there is no room: the fewest leadership changes for a demotion
+that raises no broker above its share (a maintenance step, not a rebalance: plan the rebalance separately).
 
 A partition whose live replicas are all demoted (or whose other replicas are on removed or offline brokers, or that
 is held in place) cannot be demoted: it keeps its order and is reported (``DemoteResult.stuck``). Per-topic leader
@@ -42,6 +43,23 @@ def demotable(state: ClusterState, movable: np.ndarray, demoted: np.ndarray) -> 
     return np.asarray(movable, bool) & (ok & state.brokers.live[safe] & ~demoted[safe]).any(axis=1)
 
 
+def demote_intervals(state: ClusterState, can: np.ndarray, demoted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Leader intervals per broker (all brokers; 0 for the demoted ones): each other live broker within
+    [min(its leaders now, floor of its share), max(its leaders now, ceil of its share)], its share being of the
+    leaderships the brokers not demoted can take (every partition less those that stay on a demoted broker). A
+    broker at or above its share takes none of the demoted leaderships, one below it takes them up to its share,
+    and nothing else needs to change: the fewest changes are the demoted leaderships wherever there is room."""
+    b, idx = state.brokers, state.replica_index
+    open_b = b.live & ~demoted
+    lead = idx[:, 0]
+    stay = (lead >= 0) & ~np.asarray(can, bool) & demoted[np.maximum(lead, 0)]
+    lo, hi = intervals(state.num_partitions - int(stay.sum()), b.weight, open_b)
+    now = np.bincount(lead[lead >= 0], minlength=len(b)).astype(np.int64)
+    lo = np.where(open_b, np.minimum(lo, now), 0)
+    hi = np.where(open_b, np.maximum(hi, now), 0)
+    return lo, hi
+
+
 def demote_leaders(state: ClusterState, movable: np.ndarray, demoted: np.ndarray) -> DemoteResult:
     """Move every leadership off ``demoted`` (bool [N]) where the partition allows it (module doc)."""
     b = state.brokers
@@ -56,8 +74,7 @@ def demote_leaders(state: ClusterState, movable: np.ndarray, demoted: np.ndarray
         fixed = idx[~can, 0]
         fixed = fixed[fixed >= 0]
         fixed_l = np.bincount(fixed, minlength=si.N).astype(np.int64)
-        open_b = b.live & ~demoted
-        lo, hi = intervals(state.num_partitions - int(fixed_l[~open_b].sum()), b.weight, open_b)
+        lo, hi = demote_intervals(state, can, demoted)
         lo = np.maximum(lo - fixed_l, 0)[si.live_idx]
         hi = np.maximum(hi - fixed_l, 0)[si.live_idx]
         pb = replace(pb, rows=pb.rows[keep], cols=pb.cols[keep], lp=pb.lp[keep], cost=pb.cost[keep],
