@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
 WEIGHTS = "cluster string, topic string, partition int, weight double, samples long"
 
@@ -21,8 +20,10 @@ def partition_weights(metrics: DataFrame, *, column: str = "bytes_in", quantile:
         raise ValueError("column must be bytes_in or bytes_out")
     if not 0.0 <= quantile <= 1.0:
         raise ValueError("quantile must be within 0 .. 1")
-    newest = F.max("timestamp").over(Window.partitionBy("cluster"))
-    recent = (metrics.withColumn("_newest", newest)
+    # each cluster's newest sample: one small aggregate, joined back to the rows (a window over the cluster would
+    # shuffle and sort every row of the history by cluster first)
+    newest = metrics.groupBy("cluster").agg(F.max("timestamp").alias("_newest"))
+    recent = (metrics.join(F.broadcast(newest), "cluster")
               .where(F.col("timestamp") >= F.col("_newest") - F.expr(f"make_dt_interval(0, 0, 0, {window_days * 86400})"))
               .where(F.col(column).isNotNull()))
     return (recent.groupBy("cluster", "topic", "partition")
