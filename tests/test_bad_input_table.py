@@ -352,7 +352,7 @@ case("brokers_unlisted_broker_plan", plan_args("a.json", "--brokers", "b.csv"), 
 
 # -- hostile names: shown literally, never read as terminal markup --
 case("hostile_rack_too_many_columns", ["check", "a.json", "--brokers", "b.csv"], "b.csv", "line 3", "[/a]",
-     files={"b.csv": "id,rack\n1,a\n2,[/a],1,100,extra\n3,a\n4,b\n"})
+     files={"b.csv": "id,rack\n1,a\n2,[/a],1,100,live,extra\n3,a\n4,b\n"})
 case("hostile_rack_then_unknown_remove", plan_args("a.json", "--brokers", "b.csv", "--remove", "9"),
      "--remove", "9", files={"b.csv": "id,rack\n1,[/a]\n2,[bold]x[/bold]\n3,[/a]\n4,[bold]x[/bold]\n"})
 case("hostile_rack_json_not_string", ["report", "a.json", "--brokers", "b.json"], "b.json", "[1].rack",

@@ -8,7 +8,8 @@ import numpy as np
 from ..flow.network import Network
 from ..model import PAD, Brokers, ClusterState
 from ..racks import rack_bounds, rack_totals_fixed
-from ..targets import capped_intervals, capped_share_intervals, intervals, share_intervals  # noqa: F401 (share_intervals: used by the stages)
+from ..targets import capped_intervals, capped_share_intervals, intervals  # noqa: F401
+from ..targets import share_intervals  # noqa: F401 (used by the stages)
 
 # Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
 # node count below this bound.

@@ -172,7 +172,8 @@ def balance_pooled(
             dt, db = direct // NL, direct % NL
             dtail = hub[dt * K + rack_of_live[db]]
             net.force(dtail[direct_lo > 0], bnode[db[direct_lo > 0]], direct_lo[direct_lo > 0])
-            pool = np.concatenate([pool, net.add(dtail, bnode[db], np.where(open_b[db], thi[direct] - direct_lo, 0), 0)])
+            room = np.where(open_b[db], thi[direct] - direct_lo, 0)
+            pool = np.concatenate([pool, net.add(dtail, bnode[db], room, 0)])
             forced = np.concatenate([forced, direct_lo])
             pt, pb = np.concatenate([pt, dt]), np.concatenate([pb, db])
         if per_topic and Pm:
