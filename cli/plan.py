@@ -13,8 +13,10 @@ from flowbalance.planner import plan, plan_files
 from flowbalance.report import build_report
 from flowbalance.errors import RequestError
 from flowbalance.request import STAGES, PlanRequest, parse_broker_ids, parse_replace, parse_topic_rf
+from flowbalance.planmeta import sidecar_files, sidecar_path
 from flowbalance.status import plan_input
 from flowbalance.summary import plan_summary
+from flowbalance.tracking import resume_input
 
 from . import options as o
 from .progress import Steps
@@ -95,6 +97,9 @@ def plan_command(
     disable_rack_aware: bool = o.NoRackOpt,
     from_target: bool = o.FromTargetOpt,
     move_unhealthy: bool = o.MoveUnhealthyOpt,
+    resume: o.PathOpt = typer.Option(None, "--resume", help="CURRENT is a later dump: plan again what this plan has "
+                                     "not done (done partitions stay, moves in flight finish; its request unless "
+                                     "request options are given)."),
     quiet: bool = o.QuietOpt,
     verbose: bool = o.VerboseOpt,
 ) -> None:
@@ -103,19 +108,25 @@ def plan_command(
                   per_topic_mode=per_topic, strategy=strategy, objective=objective, balance=balance,
                   disk_tolerance=disk_tolerance, stages=stages, extra_moves=extra_moves,
                   exclude_brokers=exclude_brokers, pin=pin, demote=demote)
-    outputs = [str(p) for p in (out, rollback, election) if p is not None]
-    inputs = [str(p) for p in (current, brokers, sizes) if p is not None]
+    outputs = [str(p) for p in (out, rollback, election) if p is not None] + [sidecar_path(out)]
+    inputs = [str(p) for p in (current, brokers, sizes, resume) if p is not None]
+    inputs += [sidecar_path(resume)] if resume is not None else []
     check_outputs(outputs, inputs)
     with Steps(total=9, enabled=not quiet) as steps:
         steps.step("reading input")
         loaded = load_cluster(current, brokers=brokers, sizes=sizes, fmt=format, disable_rack_aware=disable_rack_aware)
-        given = plan_input(loaded.state, loaded.status, str(current), from_target=from_target,
-                           move_unhealthy=move_unhealthy, names=o.STATUS_FLAGS)
+        if resume is not None:
+            resumed = resume_input(resume, loaded.state, loaded.status, req, current_source=str(current),
+                                   move_unhealthy=move_unhealthy, names=o.STATUS_FLAGS)
+            given, req = resumed.input, resumed.request
+        else:
+            given = plan_input(loaded.state, loaded.status, str(current), from_target=from_target,
+                               move_unhealthy=move_unhealthy, names=o.STATUS_FLAGS)
         p = plan(given.state, req, pinned=given.pinned, notes=given.notes,
                  progress=lambda step, of, name: steps.step(name))
         steps.step("writing files")
         texts = plan_files(p, all_partitions=all_partitions)
-        files = {str(out): texts.plan}
+        files = {str(out): texts.plan, **sidecar_files(out, given.state, req, texts.plan, current=str(current))}
         if rollback is not None:
             files[str(rollback)] = texts.rollback
         if election is not None:
