@@ -14,7 +14,7 @@ readers as the CLI.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -45,6 +45,12 @@ class Tables:
     clusters: DataFrame
     errors: DataFrame
     metrics: DataFrame | None = None
+    cached: list[DataFrame] = field(default_factory=list)  # cached here: unpersist when done (``release``)
+
+    def release(self) -> None:
+        """Drop the cached rows (after the last stage)."""
+        for df in self.cached:
+            df.unpersist()
 
 
 def read_fleet_file(spark: SparkSession, root: str) -> dict[str, dict]:
@@ -159,7 +165,7 @@ def _split(long: DataFrame, metrics: DataFrame | None = None) -> Tables:
 
     return Tables(brokers=pick("brokers", rows.BROKERS), replicas=pick("replicas", rows.REPLICAS),
                   sizes=pick("sizes", rows.SIZES), clusters=pick("clusters", rows.CLUSTERS),
-                  errors=pick("error", rows.ERRORS), metrics=metrics)
+                  errors=pick("error", rows.ERRORS), metrics=metrics, cached=[long])
 
 
 def ingest_dumps(spark: SparkSession, root: str, requests: dict[str, dict], counter=None) -> Tables:
@@ -207,7 +213,8 @@ def _escape(text: str) -> str:
 
 
 def _validate(pdf: pd.DataFrame) -> pd.DataFrame:
-    """Tables input: a cluster whose rows do not make a valid state becomes an error row (schema ERRORS)."""
+    """Tables input: a cluster whose rows do not make a valid state becomes an error row (schema ERRORS), with
+    ``rows.rows_state``'s reason. Run on the clusters ``_suspects`` cannot clear only."""
     cluster = str(pdf["cluster"].iloc[0])
     try:
         rows.rows_state(pdf[pdf.kind == "brokers"], pdf[pdf.kind == "replicas"], pdf[pdf.kind == "sizes"])
@@ -215,6 +222,37 @@ def _validate(pdf: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({"cluster": [cluster], "stage": ["ingest"], "reason": [f"{cluster}: {err}"]})
     return pd.DataFrame({"cluster": pd.Series([], dtype=str), "stage": pd.Series([], dtype=str),
                          "reason": pd.Series([], dtype=str)})
+
+
+def _suspects(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame) -> list[str]:
+    """The clusters whose rows might not make a valid state (``rows.rows_state`` might raise), found with Spark
+    SQL; every other cluster certainly makes one, so only these need ``_validate`` in Python (usually none). The
+    rows are typed and their values checked already (ids 0 or more, weights positive, states live or removed).
+    A cluster is cleared when it has brokers and replicas, no broker twice in the broker table, racks on all of
+    its brokers or on none, every partition's positions exactly 0 .. k-1 (k below 63: one bit each), no broker
+    twice in a partition, and no replica on a broker missing from the broker table."""
+    # per (partition, broker), then per partition: grouped by (cluster, topic) and more, as the rows are spread
+    # (no shuffle until the clusters' flags)
+    known = brokers.select("cluster", "broker", F.lit(1).alias("_known"))
+    per_broker = (replicas.join(F.broadcast(known), ["cluster", "broker"], "left")
+                  .groupBy("cluster", "topic", "partition", "broker")
+                  .agg(F.count(F.lit(1)).alias("n"), F.max("position").alias("top"),
+                       F.bit_or(F.expr("shiftleft(1L, position)")).alias("mask"), F.count("_known").alias("known")))
+    per_part = (per_broker.groupBy("cluster", "topic", "partition")
+                .agg(F.sum("n").alias("k"), F.max("top").alias("top"), F.max("n").alias("most"),
+                     F.bit_or("mask").alias("mask"), F.sum("known").alias("known"))
+                .select("cluster", ((F.col("k") > 62) | (F.col("top") >= 62) | (F.col("most") > 1)
+                                    | (F.col("known") < F.col("k"))
+                                    | (F.col("mask") != F.expr("shiftleft(1L, CAST(k AS INT)) - 1"))).alias("bad")))
+    reps = per_part.groupBy("cluster").agg(F.bool_or("bad").alias("bad_replicas"))
+    bk = brokers.groupBy("cluster").agg(
+        ((F.count(F.lit(1)) == F.countDistinct("broker"))
+         & ((F.count("rack") == 0) | (F.count("rack") == F.count(F.lit(1))))).alias("brokers_ok"))
+    every = (reps.join(bk, "cluster", "full")
+             .join(sizes.select("cluster").distinct(), "cluster", "full"))
+    suspects = every.where(F.col("bad_replicas").isNull() | F.col("bad_replicas")
+                           | F.col("brokers_ok").isNull() | ~F.col("brokers_ok")).select("cluster")
+    return sorted(r.cluster for r in suspects.collect())
 
 
 def _table_names(root: str, raw: list[tables.RawTable], requests: dict[str, dict]) -> tuple[list[str], dict[str, str]]:
@@ -267,10 +305,23 @@ def ingest_tables(spark: SparkSession, root: str, fmt: str, requests: dict[str, 
         "state", F.coalesce("state", F.lit("live")))
     good_requests = {c: r for c, r in requests.items() if c not in bad}
     brokers = _mark_removals(spark, brokers, good_requests)
-    long = (as_long(brokers, "brokers").unionByName(as_long(replicas, "replicas"))
-            .unionByName(as_long(sizes, "sizes")))
-    errors = long.groupBy("cluster").applyInPandas(_validate, rows.ERRORS).unionByName(early_df).cache()
-    gone = errors.select("cluster")
+    # the typed rows, read once: validation, health and planning all use them. Spread over the shuffle
+    # partitions by (cluster, topic), so that a small file (one task) does not leave the cores idle and the
+    # aggregations per partition or per topic need no shuffle of their own.
+    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    replicas = replicas.repartition(n, "cluster", "topic").cache()
+    sizes = sizes.repartition(n, "cluster", "topic").cache()
+    brokers = brokers.cache()
+    suspects = _suspects(brokers, replicas, sizes)
+    invalid = pd.DataFrame({c: pd.Series([], dtype=object) for c in ("cluster", "stage", "reason")})
+    if suspects:
+        long = (as_long(brokers, "brokers").unionByName(as_long(replicas, "replicas"))
+                .unionByName(as_long(sizes, "sizes")).where(F.col("cluster").isin(suspects)))
+        invalid = long.groupBy("cluster").applyInPandas(_validate, rows.ERRORS).toPandas()
+    errors = spark.createDataFrame(
+        [(c, "ingest", reason) for c, reason in sorted(bad.items())]
+        + [(r.cluster, r.stage, r.reason) for r in invalid.itertuples()], rows.ERRORS)
+    gone = F.broadcast(errors.select("cluster"))
     names_df = spark.createDataFrame([(c,) for c in found if c not in bad], "cluster string").join(
         gone, "cluster", "left_anti")
     reqs = spark.createDataFrame([(c, json.dumps(r, sort_keys=True)) for c, r in good_requests.items()],
@@ -281,7 +332,8 @@ def ingest_tables(spark: SparkSession, root: str, fmt: str, requests: dict[str, 
     return Tables(brokers=brokers.join(gone, "cluster", "left_anti"),
                   replicas=replicas.join(gone, "cluster", "left_anti"),
                   sizes=sizes.join(gone, "cluster", "left_anti"), clusters=clusters, errors=errors,
-                  metrics=metrics.join(gone, "cluster", "left_anti") if metrics is not None else None)
+                  metrics=metrics.join(gone, "cluster", "left_anti") if metrics is not None else None,
+                  cached=[replicas, sizes, brokers])
 
 
 def _mark_removals(spark: SparkSession, brokers: DataFrame, requests: dict[str, dict]) -> DataFrame:

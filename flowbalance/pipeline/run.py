@@ -160,9 +160,11 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
         t = time.perf_counter()
         report("weights", 0, len(names))
         w = partition_weights(tables.metrics, column=metric, quantile=quantile, window_days=window_days).cache()
+        tables.cached.append(w)
         outputs["weights"] = w.orderBy("cluster", "topic", "partition").toPandas()
-        if sizes_from_metrics != "none":
-            tables.sizes = as_sizes(tables.sizes, w, replace=sizes_from_metrics == "replace")
+        if sizes_from_metrics != "none":  # read by health and by planning: computed once
+            tables.sizes = as_sizes(tables.sizes, w, replace=sizes_from_metrics == "replace").cache()
+            tables.cached.append(tables.sizes)
         report("weights", len(names), len(names))
         seconds["weights"] = time.perf_counter() - t
     elif sizes_from_metrics != "none":
@@ -172,6 +174,7 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     report("health", 0, len(names))
     hc, hb = health(tables.brokers, tables.replicas, tables.sizes)
     hc = hc.cache()
+    tables.cached.append(hc)
     outputs["health_clusters"] = hc.orderBy("cluster").toPandas()
     outputs["health_brokers"] = hb.orderBy("cluster", "broker").toPandas()
     report("health", len(names), len(names))
@@ -188,6 +191,7 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
         planned = planned.sort_values("cluster", kind="stable").reset_index(drop=True)
     else:
         planned = pd.DataFrame({c: pd.Series([], dtype=object) for c in PLANNED_COLUMNS})
+    tables.release()
     report("plan", len(todo), len(todo))
     seconds["plan"] = time.perf_counter() - t
 
