@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from ..summary import Thresholds
 
@@ -163,8 +164,9 @@ def _x(sql: str):
 
 def _live_rack_sizes(b: DataFrame, racks: DataFrame) -> DataFrame:
     """(cluster, sz): the racks holding a live broker and how many (``racks.live_rack_sizes``), as an array of
-    structs (rack, s), for the clusters with racks (``has_racks``) and a live broker only."""
-    return (b.where(~F.col("removed")).groupBy("cluster", "rack").agg(F.count(F.lit(1)).alias("s"))
+    structs (rack, s), for the clusters with racks (``has_racks``) and a live broker only. A rack is named by its
+    number ``rid`` in ``b``, as in the partitions' replicas."""
+    return (b.where(~F.col("removed")).groupBy("cluster", F.col("rid").alias("rack")).agg(F.count(F.lit(1)).alias("s"))
             .join(racks.where("has_racks"), "cluster")
             .groupBy("cluster").agg(F.collect_list(F.struct("rack", "s")).alias("sz")))
 
@@ -254,16 +256,30 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
         "cluster", F.col("broker").cast("int").alias("broker"), "rack",
         F.coalesce(F.col("weight").cast("double"), F.lit(1.0)).alias("w"),
         (F.coalesce(F.col("state"), F.lit("live")) == "removed").alias("removed"))
+    # each rack by a number within its cluster (``rid``), so that a partition's replicas are fixed-width columns
+    b = b.withColumn("rid", F.when(F.col("rack").isNotNull(),
+                                   F.dense_rank().over(Window.partitionBy("cluster").orderBy("rack"))))
     # racks count only when every broker has one (Brokers.has_racks)
     racks = b.groupBy("cluster").agg(
         ((F.count(F.lit(1)) > 0) & (F.count("rack") == F.count(F.lit(1)))).alias("has_racks"))
 
-    # ---- partitions: replicas in position order (with rack and liveness), size
-    rb = (replicas.select("cluster", "topic", F.col("partition").cast("int").alias("partition"),
-                          F.col("position").cast("int").alias("position"), F.col("broker").cast("int").alias("broker"))
-          .join(b.select("cluster", "broker", "rack", live.alias("live")), ["cluster", "broker"]))
-    parts = (rb.groupBy("cluster", "topic", "partition")
-             .agg(F.array_sort(F.collect_list(F.struct("position", "broker", "rack", "live"))).alias("reps")))
+    # ---- partitions: replicas in position order (with rack number and liveness), size. The replicas of a
+    # partition are gathered as one column per position (a hash aggregate of fixed-width values: no per-partition
+    # list to sort), then made an array without the positions a partition does not have (or whose broker is not
+    # in the broker table). The widest partition sets the number of columns (one small job, run here).
+    r = replicas.select("cluster", "topic", F.col("partition").cast("int").alias("partition"),
+                        F.col("position").cast("int").alias("position"), F.col("broker").cast("int").alias("broker"))
+    width = max(int(r.agg(F.max("position")).first()[0] or 0) + 1, 1)
+    rb = r.join(F.broadcast(b.select("cluster", "broker", "rid", live.alias("live"))), ["cluster", "broker"])
+    at = [F.col("position") == i for i in range(width)]
+    slots = [c for i in range(width) for c in (F.max(F.when(at[i], F.col("broker"))).alias(f"_b{i}"),
+                                               F.max(F.when(at[i], F.col("rid"))).alias(f"_r{i}"),
+                                               F.max(F.when(at[i], F.col("live"))).alias(f"_l{i}"))]
+    reps = ", ".join(f"named_struct('position', {i}, 'broker', _b{i}, 'rack', _r{i}, 'live', _l{i})"
+                     for i in range(width))
+    parts = (rb.groupBy("cluster", "topic", "partition").agg(*slots)
+             .select("cluster", "topic", "partition", _x(f"filter(array({reps}), x -> x.broker IS NOT NULL)")
+                     .alias("reps")))
     if sizes is not None:
         sz = (sizes.select("cluster", "topic", F.col("partition").cast("int").alias("partition"), "bytes")
               .groupBy("cluster", "topic", "partition").agg(F.max("bytes").cast("long").alias("size")))
@@ -296,7 +312,7 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
         F.min(F.when(live, F.col("w"))).alias("wmin"),
         F.max(F.when(live, F.col("w"))).alias("wmax"),
         F.array_sort(F.collect_list(F.struct("broker", "rack", "w", live.alias("live"), "replicas", "leaders",
-                                             "bytes"))).alias("bl"))
+                                             "bytes", "rid"))).alias("bl"))
           .join(pc, "cluster", "left")
           .fillna(0, ["P", "R", "rack_violations"]).fillna(False, ["has_sizes"])
           .select("*", _x("filter(bl, x -> x.live)").alias("lv"))
@@ -326,7 +342,7 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
     # ---- the counts behind failover and topic balance, as one table of maps per (cluster, kind, key):
     #   F, failed broker f: partitions f leads, by first follower (pair_matrix row M[f, :]);
     #   R, failed rack k: partitions led in k, by their first replica outside k;
-    #   T, topic t: its replicas on each live broker.
+    #   T, topic t: its replicas on each live broker (counted from the replica rows).
     # Every live broker has an F row and every live rack (with racks known) an R row, even with no count; those
     # rows alone are kept for F and R (a removed leader, or a rack without live brokers, fails no one). Each
     # cluster has one C row, which carries the cluster's own numbers to the end.
@@ -336,16 +352,18 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
     # the new leader when the leader's rack fails: the first replica outside that rack
     heir = _let("try_element_at(filter(reps, x -> x.rack != reps[0].rack), 1).broker", "hr",
                 f"IF(hr IS NULL, NULL, {ev.format(k='R', key='reps[0].rack', sub='hr')})")
-    topic = ev.format(k="T", key="topic", sub="x.broker")
     events = parts.select("cluster", F.explode(_x(
-        f"concat(array(IF(size(reps) < 2, NULL, {pair}), IF(has_racks, {heir}, NULL)), "
-        f"transform(filter(reps, x -> x.live), x -> {topic}))")).alias("e"))
+        f"array(IF(size(reps) < 2, NULL, {pair}), IF(has_racks, {heir}, NULL))")).alias("e"))
+    topics = (rb.where("live").groupBy("cluster", "topic", "broker").count()
+              .select("cluster", F.lit("T").alias("kind"), F.col("topic").alias("key"), F.col("broker").alias("sub"),
+                      "count"))
     present = b.join(racks, "cluster").select("cluster", F.explode(_x(
         f"array({ev.format(k='C', key='NULL', sub=none)}, "
         f"IF(removed, NULL, {ev.format(k='F', key='broker', sub=none)}), "
-        f"IF(has_racks AND NOT removed, {ev.format(k='R', key='rack', sub=none)}, NULL))")).alias("e"))
+        f"IF(has_racks AND NOT removed, {ev.format(k='R', key='rid', sub=none)}, NULL))")).alias("e"))
     maps = (events.unionByName(present).where(F.col("e").isNotNull())
             .groupBy("cluster", *[F.col(f"e.{x}").alias(x) for x in ("kind", "key", "sub")]).count()
+            .unionByName(topics)
             .groupBy("cluster", "kind", "key")
             .agg(F.map_from_entries(F.collect_list(F.when(F.col("sub").isNotNull(), F.struct("sub", "count"))))
                  .alias("m"),
@@ -356,7 +374,7 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
     # failed broker f: leaders plus M[f, :], over the live brokers other than f (metrics.broker_failover)
     surv_f = "bl[i].live AND bl[i].broker != f"
     # failed rack k: leaders plus the partitions gained, over the live brokers outside k (metrics.rack_failover)
-    surv_k = "x.live AND x.rack != key"
+    surv_k = "x.live AND CAST(x.rid AS STRING) != key"
     gained = "CAST(x.leaders + coalesce(try_element_at(m, x.broker), 0L) AS DOUBLE)"
     out = f"y.c < floor(y.q + {_EPS}) - {{s}} OR y.c > ceil(y.q - {_EPS}) + {{s}}"
     tslack = 0 if th.topic_spread is None else th.topic_spread - 1
