@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 from pyspark.sql import functions as F
 
-from flowbalance.pipeline.fleetplan import _murmur3_int, hash_slots, planning_order
+from flowbalance.pipeline.fleetplan import _murmur3_int, guided_tasks, hash_slots, planning_work
 
 
 def test_murmur3_is_sparks_hash_of_an_int(spark):
@@ -21,7 +21,19 @@ def test_hash_slots_send_the_ith_value_to_partition_i(spark):
         assert all(r.i == r.p for r in df.select("i", F.spark_partition_id().alias("p")).collect())
 
 
-def test_planning_order_is_most_work_first_then_by_name():
-    health = pd.DataFrame({"cluster": ["a", "b", "c", "d"], "replicas": [100, 300, 100, 50],
-                           "live_brokers": [6, 3, 6, 20]})
-    assert planning_order(health, ["a", "b", "c", "d", "e"]) == ["d", "b", "a", "c", "e"]
+def test_planning_work_is_replicas_times_live_brokers():
+    health = pd.DataFrame({"cluster": ["a", "b"], "replicas": [100, 300], "live_brokers": [6, 3]})
+    assert planning_work(health, ["a", "b", "c"]) == {"a": 600.0, "b": 900.0, "c": 0.0}
+
+
+def test_guided_tasks_shrink_to_single_clusters_and_cover_all():
+    work = sorted((float(x) for x in range(1, 201)), reverse=True)
+    sizes = guided_tasks(work, 2)
+    assert sum(sizes) == 200 and sizes[-1] == 1
+    held, start = [], 0
+    for n in sizes:
+        held.append(sum(work[start:start + n]))
+        start += n
+    assert held[0] <= sum(work) / 4 + work[0] and all(a >= b for a, b in zip(held, held[1:]))
+    assert len(sizes) < 40
+    assert guided_tasks([0.0] * 5, 2) == [1] * 5 and guided_tasks([5.0], 8) == [1] and guided_tasks([], 2) == []

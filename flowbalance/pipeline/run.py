@@ -14,7 +14,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from ..errors import InputError
-from .fleetplan import PLANNED_COLUMNS, needs_plan, plan_fleet, planning_order
+from .fleetplan import PLANNED_COLUMNS, needs_plan, plan_fleet, planning_work
 from .health import health
 from .ingest import Tables, ingest_dumps, ingest_tables, read_fleet_file
 from .output import guard_outputs, summary_table, write_outputs
@@ -187,7 +187,7 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
         chosen = spark.createDataFrame([(c,) for c in todo], "cluster string")
         with _counting(spark, lambda n: report("plan", min(n, len(todo)), len(todo))) as acc:
             planned = plan_fleet(tables, chosen, counter=acc,
-                                 order=planning_order(outputs["health_clusters"], todo)).toPandas()
+                                 work=planning_work(outputs["health_clusters"], todo)).toPandas()
         planned = planned.sort_values("cluster", kind="stable").reset_index(drop=True)
     else:
         planned = pd.DataFrame({c: pd.Series([], dtype=object) for c in PLANNED_COLUMNS})
