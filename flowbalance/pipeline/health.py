@@ -221,8 +221,12 @@ def health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | None = No
     and ``HEALTH_BROKERS``. Spreads are rounded as the library does; ``bytes``/``bytes_spread`` are null for a
     cluster without sizes, ``rack_failover_worst_spread`` without racks (or without a live broker), and the
     failover columns of a removed broker. Both come from the same rows per cluster (``_fleet_health``), cached
-    so that collecting the second does not compute them again."""
-    per_cluster = _fleet_health(brokers, replicas, sizes).cache()
+    (and computed here) so that collecting the second does not compute them again; the partitions, which three
+    parts of that computation read, are cached meanwhile."""
+    per_cluster, parts = _fleet_health(brokers, replicas, sizes)
+    per_cluster = per_cluster.cache()
+    per_cluster.count()
+    parts.unpersist()
     clusters = per_cluster.select(
         "cluster", F.col("n").alias("brokers"), F.col("live_n").alias("live_brokers"),
         F.col("P").alias("partitions"), F.col("R").alias("replicas"),
@@ -247,9 +251,10 @@ def _schema(ddl: str):
     return _parse_datatype_string(ddl).fields
 
 
-def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | None) -> DataFrame:
+def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | None) -> tuple[DataFrame, DataFrame]:
     """One row per cluster: every cluster number (named as in the output, or n, live_n, P, R, on_removed), the
-    brokers in id order (``bl``), the failover result per live broker (``fmap``: id -> raw spread, min, max)."""
+    brokers in id order (``bl``), the failover result per live broker (``fmap``: id -> raw spread, min, max); and
+    the cached partitions it reads (to unpersist once it is computed)."""
     th = THRESHOLDS
     live = ~F.col("removed")
     b = brokers.select(
@@ -286,7 +291,7 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
         parts = parts.join(sz, ["cluster", "topic", "partition"], "left")
     else:
         parts = parts.withColumn("size", F.lit(None).cast("long"))
-    parts = parts.join(racks, "cluster")
+    parts = parts.join(racks, "cluster").cache()  # read by the broker counts, the cluster totals and the events
     # the rack rule per (cluster, RF), for every RF up to the cluster's largest: a small table, broadcast to the
     # partitions (in the one branch below that needs it). The largest RF comes from the positions (one cheap
     # aggregate) rather than from ``parts``, whose collect_list Spark would compute once more.
@@ -444,4 +449,4 @@ def _fleet_health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | No
         checks.append(f"IF(weighted, unbalanced_check = 0, topic_spread <= {th.topic_spread} + {_EPS})")
     if th.failover_spread is not None:
         checks.append(f"failover_worst_spread <= {th.failover_spread} + {_EPS}")
-    return c.select("*", _x(" AND ".join(f"({x})" for x in checks)).alias("balanced"))
+    return c.select("*", _x(" AND ".join(f"({x})" for x in checks)).alias("balanced")), parts
