@@ -161,7 +161,9 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
         report("weights", 0, len(names))
         w = partition_weights(tables.metrics, column=metric, quantile=quantile, window_days=window_days).cache()
         tables.cached.append(w)
-        outputs["weights"] = w.orderBy("cluster", "topic", "partition").toPandas()
+        # sorted here rather than by Spark (a sampling job and a range shuffle for rows collected anyway)
+        outputs["weights"] = (w.toPandas().sort_values(["cluster", "topic", "partition"], kind="stable")
+                              .reset_index(drop=True))
         if sizes_from_metrics != "none":  # read by health and by planning: computed once
             tables.sizes = as_sizes(tables.sizes, w, replace=sizes_from_metrics == "replace").cache()
             tables.cached.append(tables.sizes)
