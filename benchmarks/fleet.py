@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 CLUSTERS = 200
+CORES = 2  # --master local[2]
 METRIC_ROWS = 10_000_000
 
 
@@ -91,7 +92,7 @@ def _tree_rss(pid: int) -> int:
 def bench_fleet(root: Path) -> None:
     snap = build(root)
     out = root / "fleet-out"
-    cmd = [sys.executable, "-m", "flowbalance_cli", "fleet", str(snap), "-o", str(out), "--master", "local[2]",
+    cmd = [sys.executable, "-m", "flowbalance_cli", "fleet", str(snap), "-o", str(out), "--master", f"local[{CORES}]",
            "--sizes-from-metrics", "fill", "--json"]
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -114,6 +115,12 @@ def bench_fleet(root: Path) -> None:
     for c in d["clusters"]:
         status[c["status"]] = status.get(c["status"], 0) + 1
     moves = sum(c["moves"] or 0 for c in d["clusters"])
-    print(f"fleet on local[2]: {wall:.1f} s wall, peak memory {peak[0] / 2**30:.2f} GiB (driver + JVM + workers)")
+    print(f"fleet on local[{CORES}]: {wall:.1f} s wall, peak memory {peak[0] / 2**30:.2f} GiB (driver + JVM + workers)")
     print("stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in d["seconds"].items()))
     print(f"clusters: {status}; replica moves in all plans: {moves:,}")
+    # the planner's own time (plan_cluster's ``seconds``: rows -> state -> plan, per cluster): the plan stage cannot
+    # take less than its sum over the cores
+    planner = [c["seconds"] for c in d["clusters"] if c.get("seconds") is not None]
+    if planner:
+        print(f"planner: {sum(planner):.1f} s over {len(planner)} clusters (largest {max(planner):.1f} s), at least "
+              f"{sum(planner) / CORES:.1f} s of the plan stage on {CORES} cores")
