@@ -3,25 +3,27 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
 from flowbalance.formats.writers import check_outputs, write_atomic
 from flowbalance.errors import InputError
 from flowbalance.frontier_file import read_frontier
-from flowbalance.load import load_cluster, mark_removed, parse_broker_ids
+from flowbalance.load import load_cluster, mark_removed
 from flowbalance.planfile import read_plan
 from flowbalance.planner import certify_plan
 from flowbalance.status import held_rows
 from flowbalance.report import build_report
 from flowbalance.report_html import render_html
+from flowbalance.request import PlanRequest
+from flowbalance.tracking import same_request
 
 from . import options as o
 from .plan import request
 from .render import console, json_text, safe_text, warn
 from .report_view import render_report
-from .status import ForceOpt, fresh
+from .status import ForceOpt, fresh_progress
 
 
 def report(
@@ -41,14 +43,17 @@ def report(
     frontier_file: o.PathOpt = typer.Option(None, "--frontier", help="Draw this frontier (what `flowbalance "
                                             "frontier --json` printed for CURRENT) in the --html page."),
     disable_rack_aware: bool = o.NoRackOpt,
+    exclude_brokers: Optional[str] = o.ExcludeBrokersOpt,
+    pin: Optional[List[str]] = o.PinOpt,
     force: bool = ForceOpt,
 ) -> None:
     """Per broker load, leaders when any one broker or rack fails, the moves, and warnings; before → after with
     --plan.
 
-    With --plan, give the --remove, --topics, --exclude-topics, --no-per-topic, --per-topic and --move-unhealthy
-    the plan was made with: the moves are certified against the same targets, so the bound and verdict are the
-    ones `plan` printed.
+    With --plan, the moves are certified for the request the plan was made with, so the bound and verdict are the
+    ones `plan` printed: the request in the plan's sidecar (plan.meta.json) when no request flag is given, else
+    the --remove, --exclude-brokers, --pin, --topics, --exclude-topics, --no-per-topic and --per-topic given
+    (give --move-unhealthy as the plan was made).
 
     With --frontier, the page also draws that frontier (moves against per-topic and failover spread), read as it
     was saved: nothing is planned again. It must have been made for CURRENT."""
@@ -63,22 +68,27 @@ def report(
     saved = None if frontier_file is None else read_frontier(frontier_file, state, current_source=str(current))
     after = None
     notes: list[str] = []
+    req = request(remove=remove, topics=topics, exclude_topics=exclude_topics, no_per_topic=no_per_topic,
+                  per_topic_mode=per_topic, exclude_brokers=exclude_brokers, pin=pin)
+    if plan_file is None and (req.exclude_brokers or req.pin):
+        flag = "--exclude-brokers" if req.exclude_brokers else "--pin"
+        raise InputError(flag, "", "only with --plan (it says what the plan was made with)",
+                         exclude_brokers if req.exclude_brokers else pin[0])
     if plan_file is not None:
-        notes = fresh(plan_file, loaded, current, force)  # a stale plan is refused unless --force
+        notes, prog = fresh_progress(plan_file, loaded, current, force)  # a stale plan is refused unless --force
+        req = plan_request(req, prog, notes)
         pf = read_plan(plan_file, state, current_source=str(current))
         if pf.new_brokers and state.brokers.has_racks:
             raise InputError(str(plan_file), "", "racks are in use: list the plan's new brokers (with their racks) "
                                                  "in the broker file", list(pf.new_brokers[:10]))
         after = pf.final
         state = state.with_brokers(after.brokers)
-    if remove:
-        ids = parse_broker_ids(remove, "--remove")
-        state = mark_removed(state, ids, "--remove")
+    gone = list(req.remove) + [old for old, _ in req.replace]  # a replace in the plan's sidecar
+    if gone:
+        state = mark_removed(state, gone, "--remove")
         after = after.with_brokers(state.brokers) if after is not None else None
     cert = None
     if after is not None:
-        req = request(topics=topics, exclude_topics=exclude_topics, no_per_topic=no_per_topic,
-                      per_topic_mode=per_topic)
         cert = certify_plan(state, after, req, pinned=held_rows(loaded.status, move_unhealthy=move_unhealthy))
     rep = build_report(state, after, certificate=cert, status=loaded.status)
     for w in loaded.warnings + notes:
@@ -92,3 +102,24 @@ def report(
         render_report(rep, console())
         if html is not None:
             console().print(f"wrote {safe_text(html)}")
+
+
+def plan_request(given: PlanRequest, prog, notes: list[str]) -> PlanRequest:
+    """The request to certify a plan for: the sidecar's when no request flag was given (a note says so), else the
+    flags' (a note says when they differ from the sidecar's)."""
+    meta = prog.meta
+    if meta is None:
+        return given
+    if same_request(given, PlanRequest()):
+        if certified_fields(meta.request) != certified_fields(PlanRequest()):
+            notes.append(f"certified for the request {prog.plan_source} was made with (its sidecar)")
+        return meta.request
+    if certified_fields(given) != certified_fields(meta.request):
+        notes.append(f"the request given replaces the one {prog.plan_source} was made with")
+    return given
+
+
+def certified_fields(req: PlanRequest) -> tuple:
+    """What of a request the certificate of a plan read from a file depends on (``certify_plan``)."""
+    return (req.remove, req.replace, req.exclude_brokers, req.pin, req.topics, req.exclude_topics, req.per_topic,
+            req.per_topic_mode)

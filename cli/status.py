@@ -29,10 +29,14 @@ def as_force_flag(err: StalePlanError) -> InputError:
 
 def fresh(plan_file: Path, loaded, current: Path, force: bool) -> list[str]:
     """``batches`` and ``report --plan``: refuse a stale plan in one line unless ``--force``; the notes to show."""
-    from flowbalance.tracking import check_fresh
+    return fresh_progress(plan_file, loaded, current, force)[0]
 
+
+def fresh_progress(plan_file: Path, loaded, current: Path, force: bool):
+    """``fresh``, and the classified plan too (its ``meta`` is the sidecar, or None): (notes, progress)."""
+    prog = track(plan_file, loaded.state, loaded.status, current_source=str(current))
     try:
-        return check_fresh(plan_file, loaded.state, loaded.status, current_source=str(current), force=force)
+        return fresh_notes(prog, force), prog
     except StalePlanError as err:
         raise as_force_flag(err) from None
 

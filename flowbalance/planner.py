@@ -253,7 +253,7 @@ def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest 
                  pinned: np.ndarray | None = None) -> Certificate:
     """The certificate of a plan read from a file (``report --plan``): ``state`` the current assignment, ``after``
     the plan applied (``flowbalance.planfile.read_plan(...).final``). ``request`` gives what the plan was made
-    with: its ``remove`` (marked here), ``exclude_brokers`` (closed here), ``pin`` patterns, scope and per-topic
+    with: its ``remove`` and ``replace``'s old brokers (marked here), ``exclude_brokers`` (closed here), ``pin`` patterns, scope and per-topic
     setting; the target RF is the plan's own. The same
     numbers and verdict as ``plan`` gives for the same request."""
     from .load import mark_removed
@@ -261,8 +261,9 @@ def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest 
 
     request = (request or PlanRequest()).validate()
     before = state.with_brokers(after.brokers)
-    if request.remove:
-        before = mark_removed(before, list(request.remove), "remove")
+    gone = list(request.remove) + [old for old, _ in request.replace]  # a replaced broker is removed
+    if gone:
+        before = mark_removed(before, gone, "remove")
     if request.exclude_brokers:
         before = before.with_brokers(before.brokers.with_closed(request.exclude_brokers))
     after = after.with_brokers(before.brokers)

@@ -86,3 +86,75 @@ def test_fleet_json_request_fields():
             fb.PlanRequest.from_json(entry, "fleet.json: clusters.c1")
         assert f"fleet.json: clusters.c1.{key}" in str(err.value) or f"clusters.c1: {key}" in str(err.value), \
             str(err.value)
+
+
+# ---- one certificate for a plan made with the controls: plan, report --plan (sidecar or flags), compare, fleet --
+
+CONTROL_CASES = [
+    ("exclude-pin", ("--exclude-brokers", "3", "--pin", "clicks"), {"exclude_brokers": [3], "pin": ["clicks"]}),
+    ("remove-exclude", ("--remove", "5", "--exclude-brokers", "1"), {"remove": [5], "exclude_brokers": [1]}),
+    ("replace-pin", ("--replace", "4:9", "--pin", "orders:5,clicks:1"),
+     {"replace": {"4": 9}, "pin": ["orders:5,clicks:1"]}),
+]
+
+
+@pytest.mark.parametrize("name,flags,fleet", CONTROL_CASES, ids=[c[0] for c in CONTROL_CASES])
+def test_every_view_certifies_a_controlled_plan_alike(name, flags, fleet, run_cli, tmp_path):
+    """``report --plan`` without request flags certifies for the request in the plan's sidecar (the replaced
+    broker removed, the closed broker capped, the pins held), so it prints what ``plan`` printed; so do ``report``
+    given the same flags, ``compare`` and the fleet's planning task (whose plan is byte-identical)."""
+    from .test_certificate_agreement import (KAFKA, KAFKA_RACKS, SHOWN_EVERYWHERE, VERDICT_KEYS, Case, _args,
+                                             _cli_json, _fleet_row, _report_view)
+
+    folder = KAFKA
+    if "--replace" in flags:  # the new broker listed with its rack, as report needs it
+        folder = tmp_path / "kafka"
+        folder.mkdir()
+        (folder / "assignment.json").write_bytes((KAFKA / "assignment.json").read_bytes())
+        racks = json.loads((KAFKA / "racks.json").read_text())
+        (folder / "racks.json").write_text(json.dumps({**racks, "9": racks["4"]}))
+    case = Case(name, "kafka", KAFKA_RACKS, fleet=fleet)
+    inputs = _args(case, folder)
+    out = tmp_path / "p.json"
+    planned = _cli_json(run_cli, "plan", *inputs, *flags, "-o", out)
+    assert (tmp_path / "p.meta.json").exists()
+    code, text, err = run_cli("report", *inputs, "--plan", out, "--json")
+    assert code == 0, err
+    assert "certified for the request" in err and str(out) in err
+    by_sidecar = _report_view(json.loads(text)["moves"])
+    report_flags = tuple(f for i, f in enumerate(flags) if not (f == "--replace" or
+                                                               (i and flags[i - 1] == "--replace")))
+    views = {"report (sidecar)": by_sidecar, "compare": _cli_json(run_cli, "compare", *inputs, *flags)["strategies"]["flow"],
+             "fleet": _fleet_row(case, folder, "flow")}
+    if "--replace" not in flags:  # report takes no --replace: with flags, it certifies what the flags say
+        views["report (flags)"] = _report_view(_cli_json(run_cli, "report", *inputs, *report_flags, "--plan",
+                                                         out)["moves"])
+    for view_name, view in views.items():
+        keys = [k for k in VERDICT_KEYS if k in view]
+        assert SHOWN_EVERYWHERE <= set(keys), view_name
+        assert {k: view[k] for k in keys} == {k: planned[k] for k in keys}, view_name
+    assert views["fleet"]["plan_json"] == out.read_text()
+
+
+def test_report_refuses_controls_without_a_plan(tmp_path, monkeypatch, run_cli):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path)
+    code, out, err = run_cli("report", "a.json", "--exclude-brokers", "2")
+    assert code == 2 and err.strip().splitlines() == [
+        "flowbalance: error: --exclude-brokers: only with --plan (it says what the plan was made with) (got '2')"]
+
+
+def test_certify_plan_removes_a_replaced_broker():
+    """The library's ``certify_plan`` of a plan file made with ``replace`` (read back: the file does not say
+    which broker left) gives that plan's own certificate."""
+    from flowbalance.certificate import certificate_fields
+    from flowbalance.generate import generate_cluster
+    from flowbalance.planfile import plan_from_text
+
+    state = generate_cluster(brokers=8, racks=0, topics=4, partitions=(6, 12), rf=3, layout="random", seed=3)
+    req = fb.PlanRequest(replace=((int(state.brokers.ids[2]), 99),))
+    p = fb.plan(state, req)
+    assert p.changes.moves
+    after = plan_from_text(fb.plan_files(p).plan, "plan.json", state).final
+    got = fb.certify_plan(state, after, req)
+    assert certificate_fields(got) == certificate_fields(p.certificate)
