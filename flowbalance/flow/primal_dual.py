@@ -64,7 +64,8 @@ def primal_dual(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.n
         if not res.phase():
             return None
         phases += 1
-    return res.flow, int((res.flow * costs).sum()), res.pot
+    flow = res.flow
+    return flow, int((flow * costs).sum()), res.pot
 
 
 def _feasible(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, supply: np.ndarray) -> bool:
@@ -91,22 +92,33 @@ def _max_flow(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray) ->
 
 class _Residual:
     """The pseudo-flow, its excesses and the potentials; residual slot i < E is arc i forward, E + i backward.
-    Slots are kept sorted by tail once (``order``), so each phase's graph is a masked copy, not a new sort."""
+    Slots are kept sorted by tail once (``order``) and all per-slot state lives in that order: the room left on
+    each slot is updated where a phase sends flow (``mate``: the position of the opposite slot), and each phase
+    works on its live slots only, so a phase costs a few passes over the live slots, not a rebuild of them all
+    (the flow per arc is read back from the backward slots at the end)."""
 
     def __init__(self, n, tails, heads, caps, costs, supply):
         self.n, self.E = n, len(tails)
-        self.caps = caps
-        self.flow = np.where(costs < 0, caps, 0).astype(np.int64)
+        flow = np.where(costs < 0, caps, 0).astype(np.int64)
         self.excess = supply.copy()
-        neg = np.flatnonzero(self.flow)  # usually few: ufunc.at is slow on millions
-        np.subtract.at(self.excess, tails[neg], self.flow[neg])
-        np.add.at(self.excess, heads[neg], self.flow[neg])
+        neg = np.flatnonzero(flow)  # usually few: ufunc.at is slow on millions
+        np.subtract.at(self.excess, tails[neg], flow[neg])
+        np.add.at(self.excess, heads[neg], flow[neg])
         self.pot = np.zeros(n, dtype=np.int64)
         slot_tail = np.concatenate([tails, heads])
         self.order = np.argsort(slot_tail, kind="stable")
         self.tail = slot_tail[self.order]
         self.head = np.concatenate([heads, tails])[self.order]
         self.cost = np.concatenate([costs, -costs])[self.order]
+        self.room = np.concatenate([caps - flow, flow])[self.order]
+        self.where = np.empty(2 * self.E, dtype=np.int64)  # slot -> its position in ``order``
+        self.where[self.order] = np.arange(2 * self.E, dtype=np.int64)
+        self.mate = self.where[(self.order + self.E) % max(2 * self.E, 1)]
+
+    @property
+    def flow(self) -> np.ndarray:
+        """Flow per arc in the order given: the room of its backward slot."""
+        return self.room[self.where[self.E:]]
 
     def has_excess(self) -> bool:
         return bool((self.excess > 0).any())
@@ -114,31 +126,33 @@ class _Residual:
     def phase(self) -> bool:
         """One phase: potentials raised by the shortest distances, a max flow over the admissible arcs. False
         when no deficit can be reached (no feasible flow)."""
-        room = np.concatenate([self.caps - self.flow, self.flow])[self.order]
-        live = room > 0
+        lv = np.flatnonzero(self.room > 0)  # the live slots' positions
+        tl, hl = self.tail[lv], self.head[lv]
+        reduced = self.cost[lv] + self.pot[tl] - self.pot[hl]
         src, dst = np.flatnonzero(self.excess > 0), np.flatnonzero(self.excess < 0)
-        found = self._distances(live, src, dst)
+        found = self._distances(tl, hl, reduced, src, dst)
         if found is None:
             return False
         raise_by, near = found
         self.pot += raise_by
         # admissible: reduced cost 0 now; only nodes within D can be reached from an excess over such arcs
-        adm = live & (self.cost + self.pot[self.tail] - self.pot[self.head] == 0) & near[self.tail] & near[self.head]
-        if self._augment(adm, room, src, dst) == 0:  # a nearest deficit lies on an admissible path: never
+        zero = np.flatnonzero(reduced + raise_by[tl] - raise_by[hl] == 0)
+        adm = lv[zero[near[tl[zero]] & near[hl[zero]]]]
+        if self._augment(adm, src, dst) == 0:  # a nearest deficit lies on an admissible path: never
             raise RuntimeError("primal-dual phase sent no flow")
         return True
 
-    def _distances(self, live: np.ndarray, src: np.ndarray, dst: np.ndarray
+    def _distances(self, tl: np.ndarray, hl: np.ndarray, reduced: np.ndarray, src: np.ndarray, dst: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray] | None:
         """(min(d, D) per node, where D is the nearest deficit's distance; whether d <= D), or None when no
-        deficit is reachable. (A Dijkstra limited to small distances, retried with larger limits, was no faster:
-        the nodes at reduced distance 0 are most of the network. Following Dijkstra's tree paths instead of a
-        max flow when little excess is left was slower too: paths collide, so twice the phases.)"""
-        n, t = self.n, self.tail[live]
-        reduced = (self.cost + self.pot[self.tail] - self.pot[self.head])[live].astype(np.float64)
+        deficit is reachable; ``tl``, ``hl``, ``reduced``: the live slots (sorted by tail) and their reduced
+        costs. (A Dijkstra limited to small distances, retried with larger limits, was no faster: the nodes at
+        reduced distance 0 are most of the network. Following Dijkstra's tree paths instead of a max flow when
+        little excess is left was slower too: paths collide, so twice the phases.)"""
+        n = self.n
         indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(t, minlength=n), out=indptr[1:])
-        graph = csr_matrix((reduced, self.head[live], indptr), shape=(n, n))
+        np.cumsum(np.bincount(tl, minlength=n), out=indptr[1:])
+        graph = csr_matrix((reduced.astype(np.float64), hl, indptr), shape=(n, n))
         d = dijkstra(graph, directed=True, indices=src, min_only=True)
         reach = d[dst][np.isfinite(d[dst])]
         if not len(reach):
@@ -149,17 +163,17 @@ class _Residual:
         near = d <= D + 0.5  # inf compares False
         return np.where(near, np.rint(d), D).astype(np.int64), near
 
-    def _augment(self, adm: np.ndarray, room: np.ndarray, src: np.ndarray, dst: np.ndarray) -> int:
-        """Max flow from the excesses to the deficits over the admissible slots; the flow and excesses updated;
-        returns the units sent."""
-        slots = self.order[adm]
-        n, k = self.n, int(adm.sum())
+    def _augment(self, adm: np.ndarray, src: np.ndarray, dst: np.ndarray) -> int:
+        """Max flow from the excesses to the deficits over the admissible slots (positions, ascending); the
+        rooms and excesses updated; returns the units sent."""
+        n, k = self.n, len(adm)
         f, sent = _max_flow(n, np.concatenate([self.tail[adm], np.full(len(src), n), dst]),
-                         np.concatenate([self.head[adm], src, np.full(len(dst), n + 1)]),
-                         np.concatenate([room[adm], self.excess[src], -self.excess[dst]]))
-        fwd = slots < self.E
-        self.flow[slots[fwd]] += f[:k][fwd]  # each arc once per direction: no repeated index
-        self.flow[slots[~fwd] - self.E] -= f[:k][~fwd]
+                            np.concatenate([self.head[adm], src, np.full(len(dst), n + 1)]),
+                            np.concatenate([self.room[adm], self.excess[src], -self.excess[dst]]))
+        used = np.flatnonzero(f[:k])
+        pos, sent_on = adm[used], f[used]
+        self.room[pos] -= sent_on  # each slot once: no repeated index
+        self.room[self.mate[pos]] += sent_on
         self.excess[src] -= f[k: k + len(src)]
         self.excess[dst] += f[k + len(src):]
         return sent
