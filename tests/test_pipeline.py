@@ -42,7 +42,18 @@ def _cli_files(run_cli, tmp: Path, cluster: str) -> dict[str, bytes]:
     code, _, err = run_cli("plan", *args, "-o", d / "plan.json", "--rollback", d / "rollback.json",
                            "--election", d / "election.json", "-q")
     assert code == 0, err
-    return {n: (d / n).read_bytes() for n in ("plan.json", "rollback.json", "election.json")}
+    return {n: (d / n).read_bytes() for n in ("plan.json", "rollback.json", "election.json", "plan.meta.json")}
+
+
+def _sidecar_body(data: bytes) -> dict:
+    """A sidecar's content but the fields that name the moment and the input (``created``, ``current``), the
+    request as the ``PlanRequest`` it reads as (the command line keeps ``extra_moves`` as typed, "0")."""
+    from flowbalance.planmeta import request_from_json, request_json
+
+    doc = json.loads(data)
+    doc["request"] = request_json(request_from_json(doc["request"], "sidecar"))
+    doc["request"]["extra_moves"] = str(doc["request"]["extra_moves"])
+    return {k: v for k, v in doc.items() if k not in ("created", "current")}
 
 
 @pytest.fixture(scope="module")
@@ -182,8 +193,13 @@ def test_every_plan_is_byte_identical_to_the_single_cluster_cli(local_run, run_c
     res, out = local_run
     for cluster in ("alpha", "beta", "delta"):
         want = _cli_files(run_cli, tmp_path, cluster)
+        side = want.pop("plan.meta.json")
         for name, data in want.items():
             assert (out / cluster / name).read_bytes() == data, (cluster, name)
+        # the sidecar: the same assignment, request and plan fingerprint (so status and --resume work on it)
+        got = (out / cluster / "plan.meta.json").read_bytes()
+        assert _sidecar_body(got) == _sidecar_body(side), cluster
+        assert json.loads(got)["current"] == f"{cluster} (fleet snapshot)"
 
 
 def test_plan_all_also_plans_balanced_clusters(spark, run_cli, tmp_path):
@@ -193,6 +209,8 @@ def test_plan_all_also_plans_balanced_clusters(spark, run_cli, tmp_path):
     assert dict(zip(res.summary.cluster, res.summary.status))["gamma"] == "nothing to do"
     want = _cli_files(run_cli, tmp_path, "gamma")
     assert (tmp_path / "o" / "gamma" / "plan.json").read_bytes() == want["plan.json"]
+    assert _sidecar_body((tmp_path / "o" / "gamma" / "plan.meta.json").read_bytes()) == \
+        _sidecar_body(want["plan.meta.json"])
 
 
 def _tables_snapshot(tmp: Path, fmt: str) -> Path:
@@ -289,3 +307,15 @@ def test_spark_submit_runs_the_same_entry_point(local_run, tmp_path):
     _, local_out = local_run
     for cluster in ("alpha", "beta", "delta"):
         assert (out / cluster / "plan.json").read_bytes() == (local_out / cluster / "plan.json").read_bytes()
+
+
+def test_status_tracks_a_fleet_plan_from_its_sidecar(local_run, run_cli):
+    """A fleet plan is tracked like a single plan: ``status`` against the snapshot it was made from finds every
+    planned partition not started, and the plan is not stale."""
+    _, out = local_run
+    args = [str(FLEET / a) if "/" in a else a for a in CLI_ARGS["alpha"]][:5]  # CURRENT, --brokers, --sizes
+    code, text, err = run_cli("status", out / "alpha" / "plan.json", "--current", *args, "--json")
+    assert code == 0, err
+    d = json.loads(text)
+    planned = len(json.loads((out / "alpha" / "plan.json").read_text())["partitions"])
+    assert d["totals"]["not_started"] == planned and d["totals"]["done"] == 0 and not d["stale"], d["totals"]

@@ -3,7 +3,8 @@ the largest clusters first).
 
 Each task rebuilds the cluster's state from its rows (``rows.rows_state``), calls the library planner with the
 cluster's request, and returns the three files ``flowbalance plan`` writes (plan, rollback, election) as text,
-byte for byte, plus the figures of the fleet summary. A cluster that cannot be planned gets a reason instead.
+byte for byte, the plan's sidecar (``plan.meta.json``: the assignment planned from and the request, so
+``flowbalance status`` / ``plan --resume`` can track it), plus the figures of the fleet summary. A cluster that cannot be planned gets a reason instead.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from . import rows
 from .ingest import HELD_KEY, LONG, LONG_COLUMNS, Tables, as_long
 
 PLANNED = ("cluster string, ok boolean, reason string, strategy string, plan_json string, rollback_json string, "
-           "election_json string, empty boolean, moves long, min_moves long, lower_bound long, bound_for string, "
+           "election_json string, meta_json string, empty boolean, moves long, min_moves long, lower_bound long, bound_for string, "
            "proven_optimal boolean, bytes_to_move long, leader_changes long, changed_partitions long, "
            "replica_spread_before double, replica_spread_after double, topic_spread_before double, "
            "topic_spread_after double, leader_spread_before double, leader_spread_after double, "
@@ -30,6 +31,7 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     """One cluster's rows (long schema) → one row of PLANNED."""
     from ..certificate import certificate_fields
     from ..errors import InputError, PlanningError, RequestError
+    from ..planmeta import sidecar_text
     from ..planner import plan, plan_files
     from ..request import PlanRequest
 
@@ -61,6 +63,7 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     out.update(
         ok=True, reason=None, strategy=p.strategy,
         plan_json=files.plan, rollback_json=files.rollback, election_json=files.election,
+        meta_json=sidecar_text("plan.json", state, request, files.plan, current=f"{cluster} (fleet snapshot)"),
         empty=p.is_empty, moves=c.moves, min_moves=cert["min_moves"], lower_bound=cert["lower_bound"],
         bound_for=cert["bound_for"], proven_optimal=cert["proven_optimal"], bytes_to_move=c.bytes_moved, leader_changes=c.leader_changes,
         changed_partitions=int(len(c.changed_rows)),

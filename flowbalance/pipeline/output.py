@@ -2,7 +2,8 @@
 
 Per planned cluster, ``CLUSTER/plan.json``, ``rollback.json`` and ``election.json``: byte-identical to
 ``flowbalance plan CURRENT ... -o plan.json --rollback rollback.json --election election.json`` on that cluster
-alone. Fleet-wide tables, each as Parquet and CSV: ``summary`` (one row per cluster: status, moves, M*, bytes,
+alone; and ``plan.meta.json``, the plan's sidecar (the same as that command's but for ``current`` and
+``created``). Fleet-wide tables, each as Parquet and CSV: ``summary`` (one row per cluster: status, moves, M*, bytes,
 spreads before and after, the certificate's failover bound, run time), ``health_clusters``, ``health_brokers``, ``errors`` and, with a metric
 history, ``weights``. Everything is written atomically (temporary files renamed at the end).
 """
@@ -115,6 +116,8 @@ def write_outputs(out: str | os.PathLike, planned: pd.DataFrame, tables: dict[st
         files[str(folder / "plan.json")] = r["plan_json"]
         files[str(folder / "rollback.json")] = r["rollback_json"]
         files[str(folder / "election.json")] = r["election_json"]
+        if r.get("meta_json"):
+            files[str(folder / "plan.meta.json")] = r["meta_json"]
     for name, df in tables.items():
         files.update(_table_files(name, df, root))
     for path in files:
