@@ -49,7 +49,16 @@ def solve_min_cost_split(net: Network, component: np.ndarray, *, infeasible_ok: 
     ``infeasible_ok``). Many small solves beat one large one: each stays in
     cache and the cost scaling of one component does not wait for the others."""
     tails, heads, caps, costs = net.arrays()
-    supply = net.supplies()
+    return solve_split_arrays(tails, heads, caps, costs, net.supplies(), component, infeasible_ok=infeasible_ok)
+
+
+def solve_split_arrays(tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, costs: np.ndarray,
+                       supply: np.ndarray, component: np.ndarray, *, infeasible_ok: bool = False
+                       ) -> np.ndarray | None:
+    """``solve_min_cost_split`` on arc arrays (int64) and node supplies, for callers that build millions of arcs
+    without a ``Network``. Each component's arcs reach its solver in insertion order, so the flows are the same
+    whichever way the network was built; when the arcs already come grouped by component (the realization's do),
+    a component's arcs are a slice of the arrays, not a gather."""
     comp = np.asarray(component, dtype=np.int64)
     flows = np.zeros(len(tails), dtype=np.int64)
     arc_comp = comp[tails]
@@ -63,24 +72,38 @@ def solve_min_cost_split(net: Network, component: np.ndarray, *, infeasible_ok: 
         return flows
     if np.any(comp[heads] != arc_comp):
         raise FlowError("an arc joins two components")
-    node_order = np.argsort(comp, kind="stable")
-    n_count = np.bincount(comp, minlength=int(comp.max()) + 1)
-    n_start = np.cumsum(n_count) - n_count
+    node_order, n_start, n_count = _grouped(comp, n_comp)
+    if node_order is None:
+        node_order = np.arange(len(comp))
     local = np.empty(len(comp), dtype=np.int64)
     local[node_order] = np.arange(len(comp)) - n_start[comp[node_order]]
-    arc_order = np.argsort(arc_comp, kind="stable")
-    a_count = np.bincount(arc_comp, minlength=len(n_count))
-    a_start = np.cumsum(a_count) - a_count
+    arc_order, a_start, a_count = _grouped(arc_comp, n_comp)
     lt, lh = local[tails], local[heads]
+    if arc_order is not None:  # each component's arcs contiguous, in insertion order
+        lt, lh, caps, costs = lt[arc_order], lh[arc_order], caps[arc_order], costs[arc_order]
+    out = np.zeros(len(tails), dtype=np.int64)
     for k in np.flatnonzero(a_count).tolist():
-        sl = arc_order[a_start[k]: a_start[k] + a_count[k]]
+        a, z = int(a_start[k]), int(a_start[k] + a_count[k])
         nodes = node_order[n_start[k]: n_start[k] + n_count[k]]
         sup = np.zeros(len(nodes), dtype=np.int64)
         sup[local[nodes]] = supply[nodes]
-        res = _solve(lt[sl], lh[sl], caps[sl], costs[sl], sup, len(nodes))
+        res = _solve(lt[a:z], lh[a:z], caps[a:z], costs[a:z], sup, len(nodes))
         if res is None:
             if infeasible_ok:
                 return None
             raise FlowError(f"min-cost flow found no feasible flow in component {k}")
-        flows[sl] = res[0]
+        out[a:z] = res[0]
+    if arc_order is None:
+        return out
+    flows[arc_order] = out
     return flows
+
+
+def _grouped(key: np.ndarray, n_keys: int) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """(stable order grouping equal keys, or None when they are grouped already in ascending order; each key's
+    first position in that order; its count)."""
+    count = np.bincount(key, minlength=n_keys)
+    start = np.cumsum(count) - count
+    if len(key) < 2 or bool((key[1:] >= key[:-1]).all()):
+        return None, start, count
+    return np.argsort(key, kind="stable"), start, count

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..flow.mincost import FlowError, solve_min_cost_split, try_min_cost
+from ..flow.mincost import FlowError, solve_min_cost_split, solve_split_arrays, try_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import ClusterState
 from ..racks import rack_bounds
@@ -293,41 +293,28 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
             j = np.arange(len(gi)) - np.repeat(np.cumsum(n_slots) - n_slots, n_slots)
             sidx = s_start[gp[gi]] + j
         else:
-            # a diagonal window: the k-th unit of a pool sees the pool's slot units k .. k + window (capacity-
-            # weighted, so a broker with many arrivals is seen by as many units); the identity is nearly a
-            # matching already, the window leaves room around conflicts
-            w = np.minimum(gdem + window, su_len[gp])
-            gi = np.repeat(np.arange(len(gkey)), w)
-            j = np.arange(len(gi)) - np.repeat(np.cumsum(w) - w, w)
-            sidx = su[su_start[gp[gi]] + (pos[gi] + j) % su_len[gp[gi]]]
-            pair = np.sort(gi * len(skeys) + sidx, kind="stable")  # nearly sorted already: fast
-            pair = pair[np.r_[True, pair[1:] != pair[:-1]]]
-            gi, sidx = pair // len(skeys), pair % len(skeys)
+            gi, sidx = _window(gdem + window, gp, pos, su, su_start, su_len, len(skeys))
         sb = s_b[sidx]
-        bad = (held[g_p[gi]] == sb[:, None]).any(axis=1)
-        gi, sidx, sb = gi[~bad], sidx[~bad], sb[~bad]
-        lp = lead_lp[g_p[gi]]
-        cost = np.where(lp >= 0, np.minimum(pairs[np.maximum(lp, 0), sb], _HINT_MAX), 0).astype(np.int64)
+        ok = np.flatnonzero(~_holds(held[g_p], gi, sb))
+        gi, sidx, sb = gi[ok], sidx[ok], sb[ok]
         if U > _HINT_UNITS:
-            cost[:] = 0  # a pure feasibility flow solves faster; the tie-break matters little among so many moves
+            cost = np.zeros(len(gi), dtype=np.int64)  # a pure feasibility flow solves faster; the tie-break
+            # matters little among so many moves
+        else:
+            lp = lead_lp[g_p[gi]]
+            cost = np.where(lp >= 0, np.minimum(pairs[np.maximum(lp, 0), sb], _HINT_MAX), 0).astype(np.int64)
         if bonus:
             big = _HINT_MAX * U + 1
             for newpos, (rows_mask, _) in bonus.items():
                 hit = (sb == newpos) & rows_mask[g_p[gi]]
                 cost[hit] -= big
-        net = Network()
-        gnode = net.nodes(len(gkey))
-        snode = net.nodes(len(skeys))
-        supply = np.zeros(net.num_nodes, dtype=np.int64)
-        supply[gnode] = gdem
-        supply[snode] = -scap
-        net.set_supply(supply)
-        arcs = net.add(gnode[gi], snode[sidx], 1, cost)
-        # pools are independent components: solve them one by one
+        # unit groups are nodes 0 .. G-1, slot groups G ..; pools are independent components: solved one by one
+        supply = np.concatenate([gdem, -scap]).astype(np.int64)
         component = np.concatenate([gp, np.searchsorted(pools, s_pool)])
-        flows = solve_min_cost_split(net, component, infeasible_ok=True)
+        flows = solve_split_arrays(gi, len(gkey) + sidx, np.ones(len(gi), dtype=np.int64), cost, supply,
+                                   component, infeasible_ok=True)
         if flows is not None:
-            fl = flows[arcs] > 0
+            fl = flows > 0
             # units of a group take that group's chosen brokers in order
             chosen_g, chosen_b = gi[fl], sb[fl]
             order = np.lexsort((chosen_b, chosen_g))
@@ -339,6 +326,40 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
         if window >= width:
             return None, rounds
         window = min(width, window * 4)
+
+
+def _window(w: np.ndarray, gp: np.ndarray, pos: np.ndarray, su: np.ndarray, su_start: np.ndarray,
+            su_len: np.ndarray, n_slot_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """The diagonal window: unit group g sees its pool's slot units ``pos[g] .. pos[g] + w[g]`` (cyclically;
+    ``w`` at most the pool's slot units), as (group, slot group) pairs, each once, sorted. The k-th unit of a pool
+    sees the pool's slot units k .. k + window (capacity-weighted, so a broker with many arrivals is seen by as
+    many units); the identity is nearly a matching already, the window leaves room around conflicts. Per-group
+    values are repeated along the window rather than gathered per pair (millions of pairs at 1,000,000
+    replicas)."""
+    w = np.minimum(w, su_len[gp])
+    gi = np.repeat(np.arange(len(gp)), w)
+    at = np.arange(len(gi)) + np.repeat(pos - (np.cumsum(w) - w), w)  # pos[g] + j, j the place in the window
+    n = np.repeat(su_len[gp], w)
+    if bool(((pos >= 0) & (pos + w <= 2 * su_len[gp])).all()):
+        at = np.where(at >= n, at - n, at)  # wraps at most once: the same as the modulo, without a division
+    else:
+        at %= n
+    pair = gi * n_slot_groups + su[np.repeat(su_start[gp], w) + at]
+    pair.sort(kind="stable")  # nearly sorted already: fast; group-major, so ``gi`` keeps its order
+    first = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+    gi = gi[first]
+    return gi, pair[first] - gi * n_slot_groups
+
+
+def _holds(held_g: np.ndarray, gi: np.ndarray, sb: np.ndarray) -> np.ndarray:
+    """Per pair (unit group ``gi``, broker ``sb``): whether the group's partition holds that broker now
+    (``held_g``: per group, the live positions its partition holds, -1 padded). ``gi`` is sorted, so each
+    column is repeated per group rather than gathered per pair."""
+    cnt = np.bincount(gi, minlength=len(held_g))
+    bad = np.zeros(len(gi), dtype=bool)
+    for c in range(held_g.shape[1]):
+        bad |= np.repeat(held_g[:, c], cnt) == sb
+    return bad
 
 
 def _prefer_bonus(state: ClusterState, mov: np.ndarray, lpos: np.ndarray, b, prefer: dict[int, int]
