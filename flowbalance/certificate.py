@@ -60,6 +60,7 @@ class MovesVerdict:
     closed_bound: int  # the closed-form bound for the targets (context)
     min_moves: int  # M*: cluster-wide count balance (context)
     topic_min_moves: int | None  # Σ per-topic M* (context), when per-topic balance is on
+    counts_planned: bool = True  # False: the request moves no replica toward the targets (a demotion, ...)
 
     @property
     def proven(self) -> bool:
@@ -73,6 +74,9 @@ class MovesVerdict:
             return f"{n}, proven minimal for {self.bound_for}: bound {self.bound:,}{how}"
         if self.targets_met:
             return f"{n}, above the fewest for {self.bound_for}: bound {self.bound:,}{how}"
+        if not self.counts_planned:
+            return (f"{n}; {' and '.join(self.missed)} not met: this request moves no replica toward them "
+                    f"(reordering only); the counts this plan reaches need at least {self.bound:,}")
         return (f"{n}; {' and '.join(self.missed)} not met (not reachable under the request's rules, "
                 f"or not attempted); the counts this plan reaches need at least {self.bound:,}")
 
@@ -298,14 +302,16 @@ def fewest_moves_for_targets(before: ClusterState, target_rf: np.ndarray, movabl
 
 def moves_verdict(before: ClusterState, after: ClusterState, target_rf: np.ndarray, movable: np.ndarray,
                   per_topic: bool, *, moves: int, min_moves: int, topic_min_moves: int | None,
-                  fewest: int | None = None, targets: CountTargets | None = None) -> MovesVerdict:
+                  fewest: int | None = None, targets: CountTargets | None = None,
+                  counts_planned: bool = True) -> MovesVerdict:
     """The moves verdict of ``before`` → ``after``. ``fewest``: the flow optimum for the targets when the caller
-    already has it (stage 1's evidence); otherwise it is solved here, and only when it is needed."""
+    already has it (stage 1's evidence); otherwise it is solved here, and only when it is needed.
+    ``counts_planned`` False: the request moved no replica toward the targets (said so when they are missed)."""
     targets = targets if targets is not None else count_targets(before, target_rf, movable, per_topic)
     missed = missed_targets(targets, before, after, movable)
     closed = targets.closed_bound
     common = dict(moves=moves, targets_met=not missed, missed=missed, closed_bound=closed, min_moves=min_moves,
-                  topic_min_moves=topic_min_moves)
+                  topic_min_moves=topic_min_moves, counts_planned=counts_planned)
     if missed:
         return MovesVerdict(bound=counts_reached_bound(before, after, movable, per_topic),
                             bound_for="the counts this plan reaches", by_flow=False, **common)
@@ -337,6 +343,9 @@ def reason_text(v: MovesVerdict) -> str:
                 f"removals, RF, scope); the closed-form bound {v.closed_bound:,} is not reachable")
     if v.targets_met:
         return f"{v.moves - v.bound:,} moves above the fewest for {v.bound_for} ({v.bound:,})"
+    if not v.counts_planned:
+        return (f"the request moves no replica toward the balance targets (a demotion, or no replicas stage), so "
+                f"{', '.join(v.missed)} stay unmet; the counts this plan reaches need at least {v.bound:,} moves")
     return (f"not every balance target is met ({', '.join(v.missed)}); the counts this plan reaches need at "
             f"least {v.bound:,} moves")
 
@@ -345,12 +354,13 @@ def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, mo
             per_topic: bool, *, changes: Changes | None = None, metrics_before: StateMetrics | None = None,
             fewest: int | None = None, context: Callable[[MovesVerdict], str] | None = None,
             notes: tuple[str, ...] = (), topic_mode: str | None = None, after_topics: TopicSpread | None = None,
-            bytes_objective: BytesCertificate | None = None, disk: DiskCertificate | None = None) -> Certificate:
+            bytes_objective: BytesCertificate | None = None, disk: DiskCertificate | None = None,
+            counts_planned: bool = True) -> Certificate:
     """The certificate of ``before`` → ``after`` (a plan, or a plan file). ``per_topic``: strict per-topic targets
     are targets of the moves verdict. ``topic_mode`` (``topic_level.MODES``; default "strict" or "off" as
     ``per_topic`` says) gives the per-topic level; ``after_topics`` is ``after``'s per-topic spread when measured.
     ``fewest`` is stage 1's flow optimum when it has one; ``context`` adds what the stages know to the verdict's
-    reason (e.g. the template matching)."""
+    reason (e.g. the template matching). ``counts_planned``: see ``moves_verdict``."""
     from .metrics import topic_lower_bound
 
     changes = changes if changes is not None else compare(before, after)
@@ -358,7 +368,7 @@ def certify(before: ClusterState, after: ClusterState, target_rf: np.ndarray, mo
     tstar = topic_lower_bound(before, target_rf, movable) if per_topic else None
     targets = count_targets(before, target_rf, movable, per_topic)
     v = moves_verdict(before, after, target_rf, movable, per_topic, moves=changes.moves, min_moves=mb.min_moves,
-                      topic_min_moves=tstar, fewest=fewest, targets=targets)
+                      topic_min_moves=tstar, fewest=fewest, targets=targets, counts_planned=counts_planned)
     mode = topic_mode if topic_mode is not None else ("strict" if per_topic else "off")
     topics = _topic_level(before, after, target_rf, movable, mode, (targets, v.missed) if per_topic else None,
                           after_topics)

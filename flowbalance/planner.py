@@ -188,7 +188,8 @@ def _certificate(ctx: Context, after: ClusterState, changes: Changes, skipped: b
                    metrics_before=ctx.metrics_before, fewest=stage1.fewest if stage1 is not None else None,
                    context=lambda v: _reason_context(ctx, v), notes=tuple(notes),
                    topic_mode=topic_mode(req), after_topics=metrics_after.topic,
-                   bytes_objective=_bytes_certificate(ctx), disk=_disk_certificate(ctx, after, changes, skipped))
+                   bytes_objective=_bytes_certificate(ctx), disk=_disk_certificate(ctx, after, changes, skipped),
+                   counts_planned=req.balances_counts)
 
 
 def _reason_context(ctx: Context, v: MovesVerdict) -> str:
@@ -269,7 +270,7 @@ def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest 
     after = after.with_brokers(before.brokers)
     movable = movable_rows(before, request, pinned_rows(before, request, pinned))
     return certify(before, after, after.rf.astype(np.int64), movable, request.strict_per_topic,
-                   topic_mode=topic_mode(request))
+                   topic_mode=topic_mode(request), counts_planned=request.balances_counts)
 
 
 def topic_mode(request: PlanRequest) -> str:

@@ -96,6 +96,12 @@ class PlanRequest:
         return dict(self.topic_rf)
 
     @property
+    def balances_counts(self) -> bool:
+        """Whether the plan moves replicas toward the count targets: not a demotion (reordering only), and the
+        replicas stage runs."""
+        return not self.demote and "replicas" in self.stages
+
+    @property
     def strict_per_topic(self) -> bool:
         """Per-topic targets rank above the number of moves (they are targets of the moves verdict)."""
         return self.per_topic and self.per_topic_mode == "strict"

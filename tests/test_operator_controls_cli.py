@@ -70,6 +70,8 @@ def test_pin_file_and_exclude_and_demote_work(tmp_path, monkeypatch, run_cli):
     code, out, err = run_cli("plan", "a.json", "-o", "d.json", "--demote", "1", "--election", "e.json")
     assert code == 0, err
     assert "Demote 1:" in out and "0 partitions could not be demoted" in out
+    # the moves line says the counts were not planned, not "not reachable ... or not attempted"
+    assert "this request moves no replica toward them (reordering only)" in out and "not attempted" not in out
     plan = json.loads((tmp_path / "d.json").read_text())["partitions"]
     assert plan and all(e["replicas"][0] != 1 for e in plan)
     assert len(json.loads((tmp_path / "e.json").read_text())["partitions"]) == len(plan)
