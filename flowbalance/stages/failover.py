@@ -94,8 +94,9 @@ def balance_failover(state: ClusterState, movable: np.ndarray, *, baseline: np.n
     cluster is small enough (``EXACT_MAX_*``), True / False forces it on / off."""
     movable = np.asarray(movable, dtype=bool)
     base = _stages_2_3(state, movable, per_topic) if baseline is None else np.asarray(baseline)
-    b_worst, b_count = _measured(state.with_replicas(base))
-    built = build_problem(state, state.with_replicas(base), movable, topic_leaders)
+    start_state = state.with_replicas(base)  # one state: its replica index serves both
+    b_worst, b_count = _measured(start_state)
+    built = build_problem(state, start_state, movable, topic_leaders)
     if built is None:
         return _result(state, base, (b_worst, b_count), b_worst, True, True, "stages 2 + 3", (b_worst, b_count),
                        "failover: nothing to reorder (fewer than two live brokers, or no movable partition with two "

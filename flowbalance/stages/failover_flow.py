@@ -25,6 +25,7 @@ topic's interval, so those intervals are kept exactly. What a choice changes is 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from ortools.graph.python import max_flow
@@ -95,7 +96,7 @@ def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes:
     """The choice with the smallest target spread found (bisection on a grid of one leader, or 1/8 of one with
     weights, from ``floor`` up to the current worst, at most ``probes`` max flows); ``choice`` when none is
     better."""
-    lay = Layout.of(prob)
+    arcs = _Arcs(prob, Layout.of(prob))
     step = 1 if prob.D == 1 else max(prob.D // 8, 1)
     worst = int(spreads(prob, choice).max())
     lo, hi = 0, max(-(-(worst - floor) // step), 0)  # grid points floor + k * step; the last is the current worst
@@ -103,7 +104,7 @@ def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes:
     while lo < hi and probes > 0:
         mid = (lo + hi) // 2
         probes -= 1
-        found = _threshold(prob, lay, choice, _row_min(prob, choice) + min(floor + mid * step, worst))
+        found = _threshold(prob, arcs, choice, _row_min(prob, choice) + min(floor + mid * step, worst))
         if found is None:
             lo = mid + 1
         else:
@@ -123,16 +124,17 @@ class _Caps:
 
 def by_row_targets(prob: FailoverProblem, choice: np.ndarray, top: np.ndarray) -> np.ndarray | None:
     """A choice with every row's cells within [its minimum now, ``top`` of the row] (scaled), or None."""
-    return _threshold(prob, Layout.of(prob), choice, np.maximum(top, _row_min(prob, choice)))
+    return _threshold(prob, _Arcs(prob, Layout.of(prob)), choice, np.maximum(top, _row_min(prob, choice)))
 
 
 def _row_min(prob: FailoverProblem, choice: np.ndarray) -> np.ndarray:
     return row_extremes(prob, values(prob, *loads(prob, choice)))[1]
 
 
-def _threshold(prob: FailoverProblem, lay: Layout, choice: np.ndarray, top: np.ndarray) -> np.ndarray | None:
+def _threshold(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, top: np.ndarray) -> np.ndarray | None:
     """A choice with every row's cells within [its minimum now, ``top`` of the row], the same leader counts (and
     topic cells within their intervals), or None when the flow finds none."""
+    lay = arcs.lay
     shared = np.zeros(len(lay.pair_l), dtype=bool)  # pairs a flow took above their cap through several topics
     for _ in range(TOPIC_ROUNDS if lay.C else 1):
         caps = _caps(prob, lay, choice, top)
@@ -140,8 +142,8 @@ def _threshold(prob: FailoverProblem, lay: Layout, choice: np.ndarray, top: np.n
             return None
         if not caps.out.any():
             return choice
-        alloc = _split_room(lay, choice, caps, caps.upper[lay.q_pair], shared)
-        choice = _augment(prob, lay, choice, caps, alloc)
+        alloc = _split_room(arcs, choice, caps, caps.upper[lay.q_pair], shared)
+        choice = _augment(prob, arcs, choice, caps, alloc)
         if choice is None:
             return None
         over = np.maximum(np.bincount(lay.opt_pair[choice], minlength=len(lay.pair_l)) - caps.upper, 0)
@@ -174,72 +176,136 @@ def _caps(prob: FailoverProblem, lay: Layout, choice: np.ndarray, top: np.ndarra
     return _Caps(upper, lower, out)
 
 
-def _split_room(lay: Layout, choice: np.ndarray, caps: _Caps, alloc: np.ndarray, over: np.ndarray) -> np.ndarray:
+def _split_room(arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray, over: np.ndarray) -> np.ndarray:
     """For the pairs ``over``, each pair node keeps its rows and an even share of the pair's spare room (the
-    first nodes by index get the remainder)."""
-    kept_q = np.bincount(lay.opt_q[choice[~caps.out]], minlength=lay.Q)
-    kept_p = np.bincount(lay.q_pair, weights=kept_q, minlength=len(lay.pair_l)).astype(np.int64)
-    nodes = np.bincount(lay.q_pair, minlength=len(lay.pair_l))
+    first nodes by index get the remainder). Only the nodes of those pairs are computed: ``alloc`` elsewhere."""
+    lay = arcs.lay
+    sel = np.flatnonzero(over[lay.q_pair])
+    if not len(sel):
+        return alloc
+    kept_opt = choice[~caps.out]
+    kept_q = np.bincount(lay.opt_q[kept_opt], minlength=lay.Q)
+    kept_p = np.bincount(lay.opt_pair[kept_opt], minlength=len(lay.pair_l))  # a node's pair is its options'
     spare = caps.upper - kept_p
-    order = np.lexsort((np.arange(lay.Q), lay.q_pair))
-    extra = np.zeros(lay.Q, dtype=np.int64)
-    p = lay.q_pair[order]
-    extra[order] = spare[p] // nodes[p] + (rank(p) < spare[p] % nodes[p])
-    return np.where(over[lay.q_pair], kept_q + extra, alloc)
+    p = lay.q_pair[sel]
+    nodes = arcs.pair_nodes[p]
+    out = alloc.copy()
+    out[sel] = kept_q[sel] + spare[p] // nodes + (arcs.q_rank[sel] < spare[p] % nodes)
+    return out
 
 
-def _augment(prob: FailoverProblem, lay: Layout, choice: np.ndarray, caps: _Caps, alloc: np.ndarray):
+def _augment(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray):
     """Re-place the rows ``caps.out`` by one max flow on the residual network of the others' choice: a row takes
     an option (row -> pair node); a pair node passes units on to its cell or leader while it has room, and a
     unit it holds can go back to its row, which then takes another option; a leader (cell) takes back exactly the
     rows it lost (that its floor needs)."""
-    F, Q, N, C = prob.F, lay.Q, prob.N, lay.C
-    out = caps.out
-    kept, gone = np.flatnonzero(~out), np.flatnonzero(out)
-    q_now = np.bincount(lay.opt_q[choice[kept]], minlength=Q)
-    lower_q = np.minimum(q_now, caps.lower[lay.q_pair])  # shared pairs: conservative
-    opt = np.flatnonzero((choice[prob.opt_row] != np.arange(len(prob.opt_row))) | out[prob.opt_row])
-    S, T = F + Q + C + N, F + Q + C + N + 1
-    up = F + Q + lay.q_cell if C else F + Q + C + lay.pair_l[lay.q_pair]  # what a pair node feeds
-    lost = np.bincount(prob.opt_l[choice[gone]], minlength=N)
-    blocks = [(np.full(len(gone), S), gone, np.ones(len(gone), np.int64)),
-              (prob.opt_row[opt], F + lay.opt_q[opt], np.ones(len(opt), np.int64)),
-              (F + lay.opt_q[choice[kept]], kept, np.ones(len(kept), np.int64)),
-              (F + np.arange(Q), up, alloc - q_now),
-              (up, F + np.arange(Q), q_now - lower_q)]
-    if C:
-        blocks += _cell_arcs(prob, lay, choice, gone, kept, lost, F + Q, F + Q + C, T)
-    else:
-        blocks.append((F + Q + np.arange(N), np.full(N, T), lost))
-    tails, heads, cap = (np.concatenate([b[i] for b in blocks]).astype(np.int64) for i in range(3))
-    keep = np.flatnonzero(cap > 0)
+    net = _network(prob, arcs, choice, caps, alloc)
     mf = max_flow.SimpleMaxFlow()
-    arcs = mf.add_arcs_with_capacity(tails[keep], heads[keep], cap[keep])
-    if mf.solve(S, T) != mf.OPTIMAL or mf.optimal_flow() < len(gone):
+    ids = mf.add_arcs_with_capacity(net.tails, net.heads, net.cap)
+    if mf.solve(net.source, net.sink) != mf.OPTIMAL or mf.optimal_flow() < net.gone:
         return None
-    flow = np.zeros(len(cap), dtype=np.int64)
-    flow[keep] = mf.flows(arcs)
-    taken = opt[flow[len(gone):len(gone) + len(opt)] > 0]
+    taken = net.opt[mf.flows(ids[net.gone:net.gone + len(net.opt)]) > 0]
     new = choice.copy()
     new[prob.opt_row[taken]] = taken
     return new
 
 
-def _cell_arcs(prob: FailoverProblem, lay: Layout, choice: np.ndarray, gone: np.ndarray, kept: np.ndarray,
-               lost: np.ndarray, cell0: int, lead0: int, T: int) -> list:
+@dataclass(frozen=True)
+class _Net:
+    """One threshold max flow as OR-Tools takes it: arcs with positive capacity in their building order (the
+    order decides which maximum flow OR-Tools returns), node ids int32. Its first ``gone`` arcs leave the
+    source; the next ``len(opt)`` are the options ``opt`` (row -> pair node), whose flows say what rows take."""
+
+    tails: np.ndarray
+    heads: np.ndarray
+    cap: np.ndarray
+    source: int
+    sink: int
+    gone: int
+    opt: np.ndarray
+
+
+def _network(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray) -> _Net:
+    """The network of ``_augment``: arc blocks, each without its zero-capacity arcs (the unit blocks have
+    none): source -> leaving rows; rows -> their options' pair nodes (every option but a staying row's own); pair
+    node -> its staying rows; pair node <-> its cell (leader) within the room and the floor; cells, leaders ->
+    sink (``_cell_arcs``)."""
+    lay = arcs.lay
+    F, Q, N, C = prob.F, lay.Q, prob.N, lay.C
+    out = caps.out
+    kept, gone = np.flatnonzero(~out), np.flatnonzero(out)
+    kept_opt = choice[kept]
+    q_now = np.bincount(lay.opt_q[kept_opt], minlength=Q)
+    lower_q = np.minimum(q_now, caps.lower[lay.q_pair])
+    chosen = np.zeros(len(prob.opt_row), dtype=bool)
+    chosen[kept_opt] = True  # option o is its row's choice exactly when choice[opt_row[o]] == o
+    opt = np.flatnonzero(~chosen)
+    S, T = F + Q + C + N, F + Q + C + N + 1
+    lost = np.bincount(prob.opt_l[choice[gone]], minlength=N)
+    unit = [(np.full(len(gone), S, dtype=np.int32), gone.astype(np.int32)),
+            (arcs.row_tail[opt], arcs.opt_head[opt]),
+            (arcs.opt_head[kept_opt], kept.astype(np.int32))]
+    blocks = [(arcs.q_node, arcs.q_up, alloc - q_now), (arcs.q_up, arcs.q_node, q_now - lower_q)]
+    if C:
+        blocks += _cell_arcs(prob, arcs, kept_opt, lost, T)
+    else:
+        blocks.append((F + Q + np.arange(N), np.full(N, T), lost))
+    n_unit = sum(len(u[0]) for u in unit)
+    pos = [np.flatnonzero(np.asarray(c) > 0) for _, _, c in blocks]
+    tails = np.concatenate([u[0] for u in unit] + [np.asarray(b[0])[k].astype(np.int32) for b, k in zip(blocks, pos)])
+    heads = np.concatenate([u[1] for u in unit] + [np.asarray(b[1])[k].astype(np.int32) for b, k in zip(blocks, pos)])
+    cap = np.concatenate([np.ones(n_unit, dtype=np.int64)] + [np.asarray(b[2])[k].astype(np.int64)
+                                                              for b, k in zip(blocks, pos)])
+    return _Net(tails, heads, cap, S, T, len(gone), opt)
+
+
+class _Arcs:
+    """What the threshold networks of one problem share (one ``by_thresholds`` call builds it once): node ids
+    as OR-Tools takes them (int32), and for ``_split_room`` each pair node's rank among its pair's nodes."""
+
+    def __init__(self, prob: FailoverProblem, lay: Layout):
+        F = prob.F
+        self.lay = lay
+        self.row_tail = prob.opt_row.astype(np.int32)  # per option: its row's node
+        self.opt_head = (F + lay.opt_q).astype(np.int32)  # per option: its pair node's
+        self.q_node = np.arange(F, F + lay.Q, dtype=np.int32)
+        up = F + lay.Q + lay.q_cell if lay.C else F + lay.Q + lay.C + lay.pair_l[lay.q_pair]
+        self.q_up = up.astype(np.int32)  # what each pair node feeds: its cell, or its leader
+        if lay.C:  # cells: their nodes, their leaders' nodes, the topics' intervals, each option's cell
+            self.cell_node = np.arange(F + lay.Q, F + lay.Q + lay.C, dtype=np.int32)
+            self.cell_lead = (F + lay.Q + lay.C + lay.cell_l).astype(np.int32)
+            self.lead_node = np.arange(F + lay.Q + lay.C, F + lay.Q + lay.C + prob.N, dtype=np.int32)
+            self.cell_tlo = prob.tlo[lay.cell_t, lay.cell_l]
+            self.cell_thi = prob.thi[lay.cell_t, lay.cell_l]
+            self.opt_cell = lay.q_cell[lay.opt_q]
+
+    @cached_property
+    def pair_nodes(self) -> np.ndarray:
+        """Pair nodes per pair."""
+        return np.bincount(self.lay.q_pair, minlength=len(self.lay.pair_l))
+
+    @cached_property
+    def q_rank(self) -> np.ndarray:
+        """Each pair node's position among its pair's nodes, by index."""
+        order = np.lexsort((np.arange(self.lay.Q), self.lay.q_pair))
+        out = np.zeros(self.lay.Q, dtype=np.int64)
+        out[order] = rank(self.lay.q_pair[order])
+        return out
+
+
+def _cell_arcs(prob: FailoverProblem, arcs: "_Arcs", kept_opt: np.ndarray, lost: np.ndarray, T: int) -> list:
     """Cell -> leader while the topic's ceiling allows, back while its floor allows; a cell the leaving rows
-    took below its floor must get that many back (cell -> sink), the rest of a leader's loss goes leader -> sink."""
-    C, N = lay.C, prob.N
-    opt_cell = lay.q_cell[lay.opt_q]
-    now = np.bincount(opt_cell[choice[kept]], minlength=C)
-    tlo, thi = prob.tlo[lay.cell_t, lay.cell_l], prob.thi[lay.cell_t, lay.cell_l]
+    took below its floor must get that many back (cell -> sink), the rest of a leader's loss goes leader -> sink.
+    ``kept_opt``: the options of the rows that stay."""
+    lay, N = arcs.lay, prob.N
+    now = np.bincount(arcs.opt_cell[kept_opt], minlength=lay.C)
+    tlo, thi = arcs.cell_tlo, arcs.cell_thi
     short = np.maximum(tlo - now, 0)
     lead_short = np.bincount(lay.cell_l, weights=short, minlength=N).astype(np.int64)
-    cells = np.arange(C)
-    return [(cell0 + cells, lead0 + lay.cell_l, thi - now),
-            (lead0 + lay.cell_l, cell0 + cells, now - tlo),
-            (cell0 + cells, np.full(C, T), short),
-            (lead0 + np.arange(N), np.full(N, T), lost - lead_short)]
+    return [(arcs.cell_node, arcs.cell_lead, thi - now),
+            (arcs.cell_lead, arcs.cell_node, now - tlo),
+            (arcs.cell_node, np.full(lay.C, T), short),
+            (arcs.lead_node, np.full(N, T), lost - lead_short)]
 
 
 # ---- convex costs -----------------------------------------------------------------------------------------------

@@ -1,0 +1,163 @@
+"""The failover stage's threshold network, built faster, must be the very network it was: OR-Tools returns one
+maximum flow among many, chosen by the arcs' order, so the same arcs in the same order (and the same capacities)
+are what keeps every plan byte for byte. The references below are the builders as they were before (issue 17),
+kept verbatim; random small clusters, with and without topic intervals, compare arcs, split room, the flows'
+choices and the row groups."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ortools.graph.python import max_flow
+
+from flowbalance.stages import failover_flow as ff
+from flowbalance.stages.failover_problem import _row_code, build_problem, group_of, rank
+
+from .test_failover_stage import random_state, stages_2_3
+
+
+# ---- the builders as they were -----------------------------------------------------------------------------------
+
+def _ref_cell_arcs(prob, lay, choice, gone, kept, lost, cell0, lead0, T):
+    C, N = lay.C, prob.N
+    opt_cell = lay.q_cell[lay.opt_q]
+    now = np.bincount(opt_cell[choice[kept]], minlength=C)
+    tlo, thi = prob.tlo[lay.cell_t, lay.cell_l], prob.thi[lay.cell_t, lay.cell_l]
+    short = np.maximum(tlo - now, 0)
+    lead_short = np.bincount(lay.cell_l, weights=short, minlength=N).astype(np.int64)
+    cells = np.arange(C)
+    return [(cell0 + cells, lead0 + lay.cell_l, thi - now),
+            (lead0 + lay.cell_l, cell0 + cells, now - tlo),
+            (cell0 + cells, np.full(C, T), short),
+            (lead0 + np.arange(N), np.full(N, T), lost - lead_short)]
+
+
+def _ref_network(prob, lay, choice, caps, alloc):
+    """The arcs the old ``_augment`` handed OR-Tools (positive capacities, in order), the options and S, T."""
+    F, Q, N, C = prob.F, lay.Q, prob.N, lay.C
+    out = caps.out
+    kept, gone = np.flatnonzero(~out), np.flatnonzero(out)
+    q_now = np.bincount(lay.opt_q[choice[kept]], minlength=Q)
+    lower_q = np.minimum(q_now, caps.lower[lay.q_pair])
+    opt = np.flatnonzero((choice[prob.opt_row] != np.arange(len(prob.opt_row))) | out[prob.opt_row])
+    S, T = F + Q + C + N, F + Q + C + N + 1
+    up = F + Q + lay.q_cell if C else F + Q + C + lay.pair_l[lay.q_pair]
+    lost = np.bincount(prob.opt_l[choice[gone]], minlength=N)
+    blocks = [(np.full(len(gone), S), gone, np.ones(len(gone), np.int64)),
+              (prob.opt_row[opt], F + lay.opt_q[opt], np.ones(len(opt), np.int64)),
+              (F + lay.opt_q[choice[kept]], kept, np.ones(len(kept), np.int64)),
+              (F + np.arange(Q), up, alloc - q_now),
+              (up, F + np.arange(Q), q_now - lower_q)]
+    if C:
+        blocks += _ref_cell_arcs(prob, lay, choice, gone, kept, lost, F + Q, F + Q + C, T)
+    else:
+        blocks.append((F + Q + np.arange(N), np.full(N, T), lost))
+    tails, heads, cap = (np.concatenate([b[i] for b in blocks]).astype(np.int64) for i in range(3))
+    keep = np.flatnonzero(cap > 0)
+    return tails[keep], heads[keep], cap[keep], opt, S, T, len(gone)
+
+
+def _ref_augment(prob, lay, choice, caps, alloc):
+    tails, heads, cap, opt, S, T, n_gone = _ref_network(prob, lay, choice, caps, alloc)
+    mf = max_flow.SimpleMaxFlow()
+    arcs = mf.add_arcs_with_capacity(tails, heads, cap)
+    if mf.solve(S, T) != mf.OPTIMAL or mf.optimal_flow() < n_gone:
+        return None
+    flow = mf.flows(arcs)
+    taken = opt[flow[n_gone:n_gone + len(opt)] > 0]
+    new = choice.copy()
+    new[prob.opt_row[taken]] = taken
+    return new
+
+
+def _ref_split_room(lay, choice, caps, alloc, over):
+    kept_q = np.bincount(lay.opt_q[choice[~caps.out]], minlength=lay.Q)
+    kept_p = np.bincount(lay.q_pair, weights=kept_q, minlength=len(lay.pair_l)).astype(np.int64)
+    nodes = np.bincount(lay.q_pair, minlength=len(lay.pair_l))
+    spare = caps.upper - kept_p
+    order = np.lexsort((np.arange(lay.Q), lay.q_pair))
+    extra = np.zeros(lay.Q, dtype=np.int64)
+    p = lay.q_pair[order]
+    extra[order] = spare[p] // nodes[p] + (rank(p) < spare[p] % nodes[p])
+    return np.where(over[lay.q_pair], kept_q + extra, alloc)
+
+
+def _ref_group_of(prob):
+    key = np.sort(prob.members, axis=1)
+    if prob.topic_of is not None:
+        key = np.column_stack([prob.topic_of, key])
+    return np.unique(key, axis=0, return_inverse=True)[1].ravel().astype(np.int64)
+
+
+# ---- random problems and targets --------------------------------------------------------------------------------
+
+def _problems(seed: int):
+    """A random cluster's problem (with topic intervals when the seed says so), its start, and thresholds from
+    the start's row minima up: the targets ``by_thresholds`` probes."""
+    rng = np.random.default_rng(seed)
+    state, movable = random_state(rng, int(rng.integers(4, 9)), int(rng.integers(20, 90)),
+                                  ((2, 3), (3,), (3, 4))[seed % 3], topics=int(rng.integers(1, 5)),
+                                  weights=seed % 5 == 4, removed=seed % 4 == 1, held=seed % 3 == 2)
+    start = state.with_replicas(stages_2_3(state, movable, True))
+    built = build_problem(state, start, movable, topic_leaders=seed % 2 == 0)
+    return rng, built
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_network_and_flows_are_the_old_ones(seed):
+    """Every threshold target: the same arcs in the same order, the same split room, the same new choice."""
+    _compare(seed)
+
+
+def test_the_comparisons_see_rows_leave():
+    """Most random problems have targets that make rows leave (else the comparison above tests little)."""
+    assert sum(_compare(seed) > 0 for seed in range(40)) >= 20
+
+
+def _compare(seed: int) -> int:
+    """Compare at every target of one random problem; how many targets made rows leave."""
+    rng, built = _problems(seed)
+    if built is None:
+        return 0
+    prob, choice = built
+    lay = ff.Layout.of(prob)
+    arcs = ff._Arcs(prob, lay)
+    rmin = ff._row_min(prob, choice)
+    seen = 0
+    for slack in range(0, 6 * prob.D, max(prob.D // 2, 1)):
+        caps = ff._caps(prob, lay, choice, rmin + slack)
+        if caps is None or not caps.out.any():
+            continue
+        seen += 1
+        for over in (np.zeros(len(lay.pair_l), bool), rng.random(len(lay.pair_l)) < 0.5):
+            alloc = ff._split_room(arcs, choice, caps, caps.upper[lay.q_pair], over)
+            assert np.array_equal(alloc, _ref_split_room(lay, choice, caps, caps.upper[lay.q_pair], over))
+            net = ff._network(prob, arcs, choice, caps, alloc)
+            tails, heads, cap, opt, S, T, n_gone = _ref_network(prob, lay, choice, caps, alloc)
+            assert np.array_equal(net.tails, tails) and np.array_equal(net.heads, heads)
+            assert np.array_equal(net.cap, cap) and np.array_equal(net.opt, opt)
+            assert (net.source, net.sink, net.gone) == (S, T, n_gone)
+            assert net.tails.dtype == np.int32 and net.heads.dtype == np.int32 and net.cap.dtype == np.int64
+            new, ref = ff._augment(prob, arcs, choice, caps, alloc), _ref_augment(prob, lay, choice, caps, alloc)
+            assert (new is None) == (ref is None)
+            assert new is None or np.array_equal(new, ref)
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_groups_are_numbered_as_before(seed):
+    """Rows' groups by one int64 code per row: the numbering of ``np.unique(axis=0)``, with topics or not."""
+    _, built = _problems(seed)
+    if built is None:
+        return
+    prob = built[0]
+    assert np.array_equal(group_of(prob), _ref_group_of(prob))
+
+
+def test_row_codes_order_rows_lexicographically_or_give_up():
+    rng = np.random.default_rng(7)
+    key = np.column_stack([rng.integers(0, 5, 500), np.sort(rng.integers(-1, 9, (500, 3)), axis=1)])
+    code = _row_code(key, 9)
+    assert np.array_equal(np.unique(code, return_inverse=True)[1].ravel(),
+                          np.unique(key, axis=0, return_inverse=True)[1].ravel())
+    assert _row_code(key, 1 << 20) is None  # 5 x (2^20 + 1)^3 does not fit in 62 bits
+    assert _row_code(key[:0], 9) is None
