@@ -161,3 +161,65 @@ def test_row_codes_order_rows_lexicographically_or_give_up():
                           np.unique(key, axis=0, return_inverse=True)[1].ravel())
     assert _row_code(key, 1 << 20) is None  # 5 x (2^20 + 1)^3 does not fit in 62 bits
     assert _row_code(key[:0], 9) is None
+
+
+# ---- merged rows: the bisection's yes / no from a smaller network --------------------------------------------------
+
+def _ref_by_thresholds(prob, choice, floor, probes=12):
+    """The bisection as it was: every probe's flow on the full network."""
+    lay = ff.Layout.of(prob)
+    arcs = ff._Arcs(prob, lay)
+    step = 1 if prob.D == 1 else max(prob.D // 8, 1)
+    worst = int(ff.spreads(prob, choice).max())
+    lo, hi = 0, max(-(-(worst - floor) // step), 0)
+    best = choice
+    while lo < hi and probes > 0:
+        mid = (lo + hi) // 2
+        probes -= 1
+        found = ff._threshold(prob, arcs, choice, ff._row_min(prob, choice) + min(floor + mid * step, worst))
+        if found is None:
+            lo = mid + 1
+        else:
+            best, hi = found, mid
+    return best
+
+
+def _merged_cases(seed: int):
+    """Random problems without topic intervals whose rows often share replica sets (few brokers, many rows)."""
+    rng = np.random.default_rng(1000 + seed)
+    state, movable = random_state(rng, int(rng.integers(4, 7)), int(rng.integers(40, 160)),
+                                  ((2, 3), (3,), (3, 4))[seed % 3], topics=int(rng.integers(1, 4)),
+                                  weights=seed % 5 == 4, removed=seed % 4 == 1, held=seed % 3 == 2)
+    start = state.with_replicas(stages_2_3(state, movable, True))
+    return rng, build_problem(state, start, movable, topic_leaders=False)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_merged_rows_say_what_the_full_flow_says(seed, monkeypatch):
+    """At every target: the merged network's yes / no is the full network's; and the bisection returns the
+    old one's choice, merged rows or not."""
+    monkeypatch.setattr(ff, "MERGE_SHARE", 1.0)
+    rng, built = _merged_cases(seed)
+    if built is None:
+        return
+    prob, choice = built
+    arcs = ff._Arcs(prob, ff.Layout.of(prob))
+    group = ff._merge_groups(prob, arcs, choice)
+    assert group is not None
+    rmin = ff._row_min(prob, choice)
+    for slack in range(0, 6 * prob.D, max(prob.D // 4, 1)):
+        top = rmin + slack
+        assert ff._merged_feasible(prob, arcs, group, choice, top) == (ff._threshold(prob, arcs, choice, top)
+                                                                       is not None)
+    floor = int(rng.integers(0, 3)) * prob.D
+    for probes in (1, 2, 12):
+        assert np.array_equal(ff.by_thresholds(prob, choice, floor, probes),
+                              _ref_by_thresholds(prob, choice, floor, probes))
+
+
+def test_merged_rows_are_used_only_when_few():
+    """Rows all of different replica sets: no merging (the full flow per probe, as before)."""
+    rng = np.random.default_rng(5)
+    state, movable = random_state(rng, 30, 40, (3,))
+    prob, choice = build_problem(state, state, movable, topic_leaders=False)
+    assert ff._merge_groups(prob, ff._Arcs(prob, ff.Layout.of(prob)), choice) is None

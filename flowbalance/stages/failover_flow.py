@@ -33,7 +33,7 @@ from ortools.graph.python import max_flow
 from ..flow.mincost import solve_min_cost, try_min_cost
 from ..flow.network import Network
 from .failover_problem import (FailoverProblem, Terms, changes, choice_from_terms, fewest_changes, find_options,
-                               loads, rank, row_extremes, spreads, terms, values)
+                               group_of, loads, rank, row_extremes, spreads, terms, values)
 
 TOPIC_ROUNDS = 5  # threshold flows per target with topic intervals
 OVERFLOW_GIVE_UP = 0.005  # ... unless a flow leaves more than this share of the rows above their pair's cap
@@ -95,21 +95,105 @@ def sort_key(prob: FailoverProblem, choice: np.ndarray) -> tuple[int, int, int, 
 def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes: int = 12) -> np.ndarray:
     """The choice with the smallest target spread found (bisection on a grid of one leader, or 1/8 of one with
     weights, from ``floor`` up to the current worst, at most ``probes`` max flows); ``choice`` when none is
-    better."""
+    better.
+
+    Only the last target met gives the choice; the others only say met or not, which is the flow's value, the
+    same for every maximum flow. Without topic intervals, when many rows share their replica set, that value
+    comes from a smaller network with such rows merged (``_merged_feasible``), and the full network's flow runs
+    once, at the last target met."""
     arcs = _Arcs(prob, Layout.of(prob))
     step = 1 if prob.D == 1 else max(prob.D // 8, 1)
     worst = int(spreads(prob, choice).max())
-    lo, hi = 0, max(-(-(worst - floor) // step), 0)  # grid points floor + k * step; the last is the current worst
+    hi = max(-(-(worst - floor) // step), 0)  # grid points floor + k * step; the last is the current worst
+    row_min = _row_min(prob, choice)
+
+    def top(k: int) -> np.ndarray:
+        return row_min + min(floor + k * step, worst)
+
+    group = _merge_groups(prob, arcs, choice)
+    if group is not None:
+        met = _bisect(0, hi, probes, lambda k: _merged_feasible(prob, arcs, group, choice, top(k)))
+        if met is None:
+            return choice
+        found = _threshold(prob, arcs, choice, top(met))
+        if found is not None:
+            return found  # else (never seen) the bisection with every probe's flow below
     best = choice
+
+    def probe(k: int) -> bool:
+        nonlocal best
+        found = _threshold(prob, arcs, choice, top(k))
+        if found is not None:
+            best = found
+        return found is not None
+    _bisect(0, hi, probes, probe)
+    return best
+
+
+def _bisect(lo: int, hi: int, probes: int, met) -> int | None:
+    """The last grid point ``met`` said yes to in a bisection over [lo, hi) of at most ``probes`` probes (the
+    smallest one probed), or None."""
+    last = None
     while lo < hi and probes > 0:
         mid = (lo + hi) // 2
         probes -= 1
-        found = _threshold(prob, arcs, choice, _row_min(prob, choice) + min(floor + mid * step, worst))
-        if found is None:
-            lo = mid + 1
+        if met(mid):
+            last, hi = mid, mid
         else:
-            best, hi = found, mid
-    return best
+            lo = mid + 1
+    return last
+
+
+MERGE_SHARE = 0.25  # merged rows are used when (replica set, pair) classes are at most this share of the rows
+
+
+def _merge_groups(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray) -> np.ndarray | None:
+    """Rows' groups (same live replica set: the same options) when the threshold flows have no topic cells and
+    the start's (group, pair) classes are few enough for merged rows to pay; else None."""
+    if arcs.lay.C or not prob.F:
+        return None
+    group = group_of(prob)
+    classes = np.unique(group * (arcs.lay.Q + 1) + arcs.lay.opt_q[choice])
+    return group if len(classes) <= MERGE_SHARE * prob.F else None
+
+
+def _merged_feasible(prob: FailoverProblem, arcs: "_Arcs", group: np.ndarray, choice: np.ndarray,
+                     top: np.ndarray) -> bool:
+    """Whether ``_threshold`` finds a choice for ``top`` (no topic cells): the caps allow it and the maximum
+    flow re-places every leaving row. Its value is computed on the same network with interchangeable rows
+    merged: rows of one group that stay on the same pair node (or that all leave) have the same arcs, so one
+    node with their count on each arc carries as much (a flow of the merged node splits into one unit per row,
+    each row's arcs taking at most one)."""
+    lay = arcs.lay
+    caps = _caps(prob, lay, choice, top)
+    if caps is None:
+        return False
+    out = caps.out
+    if not out.any():
+        return True
+    Q, N = lay.Q, prob.N
+    cur_q = lay.opt_q[choice]
+    _, rep, count = np.unique(np.where(out, 0, 1 + cur_q) + group * (Q + 1), return_index=True,
+                              return_counts=True)
+    M = len(rep)
+    n_opt = prob.opt_start[rep + 1] - prob.opt_start[rep]
+    node = np.repeat(np.arange(M), n_opt)
+    o = np.repeat(prob.opt_start[rep], n_opt) + rank(node)
+    use = out[rep][node] | (lay.opt_q[o] != cur_q[rep][node])  # a staying class: every option but its own
+    leave, stay = np.flatnonzero(out[rep]), np.flatnonzero(~out[rep])
+    q_now = np.bincount(cur_q[~out], minlength=Q)
+    lower_q = np.minimum(q_now, caps.lower[lay.q_pair])
+    lost = np.bincount(prob.opt_l[choice[out]], minlength=N)
+    S, T = M + Q + N, M + Q + N + 1
+    q_node, lead = M + np.arange(Q), M + Q + lay.pair_l[lay.q_pair]
+    blocks = [(np.full(len(leave), S), leave, count[leave]), (node[use], M + lay.opt_q[o[use]], count[node[use]]),
+              (M + cur_q[rep[stay]], stay, count[stay]), (q_node, lead, caps.upper[lay.q_pair] - q_now),
+              (lead, q_node, q_now - lower_q), (M + Q + np.arange(N), np.full(N, T), lost)]
+    tails, heads, cap = (np.concatenate([b[i] for b in blocks]).astype(np.int64) for i in range(3))
+    keep = cap > 0
+    mf = max_flow.SimpleMaxFlow()
+    mf.add_arcs_with_capacity(tails[keep].astype(np.int32), heads[keep].astype(np.int32), cap[keep])
+    return mf.solve(S, T) == mf.OPTIMAL and mf.optimal_flow() >= int(out.sum())
 
 
 @dataclass(frozen=True)
