@@ -194,3 +194,15 @@ def test_same_flow_as_the_rebuilt_residual_on_leader_shaped_networks():
         got = primal_dual(P + B + 1, tails, heads, caps, costs, supply)
         assert want is not None and got is not None
         assert got[0].tolist() == want[0].tolist() and got[2].tolist() == want[2].tolist(), trial
+
+
+def test_stable_order_is_a_stable_argsort():
+    """The radix order of the residual's slots equals numpy's stable argsort for keys of one 16-bit digit, two,
+    and beyond (ties in many long runs, as node ids are)."""
+    from flowbalance.flow.primal_dual import _stable_order
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 300, 1 << 16, (1 << 16) + 1, 400_000, 1 << 33):
+        for m in (0, 1, 5000):
+            key = rng.integers(0, n, m).astype(np.int64)
+            assert _stable_order(key, n).tolist() == np.argsort(key, kind="stable").tolist(), (n, m)

@@ -25,7 +25,7 @@ from ..flow.mincost import FlowError, solve_min_cost_split, solve_split_arrays, 
 from ..flow.network import Network, convex_arcs
 from ..model import ClusterState
 from ..racks import rack_bounds
-from .common import apply_changes_arrays, graded_arcs, graded_move_cost, pair_counts, penalties
+from .common import apply_changes_arrays, graded_arcs, graded_move_cost, pair_counts, penalties, sorted_unique
 from .stage_targets import StageTargets, stage_targets
 
 # realization arcs built at once before the candidate brokers per unit are limited (and enlarged on failure)
@@ -264,7 +264,7 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
     s_pool = skeys // NLp
     s_b = skeys % NLp
     # per pool: its slot groups are contiguous in skeys, its unit groups contiguous in gkey (both sorted by pool)
-    pools = np.unique(np.concatenate([g_pool, s_pool]))
+    pools = sorted_unique(np.concatenate([g_pool, s_pool]))
     s_start = np.searchsorted(s_pool, pools)
     s_len = np.searchsorted(s_pool, pools, side="right") - s_start
     gp = np.searchsorted(pools, g_pool)
