@@ -160,3 +160,18 @@ def test_certify_plan_removes_a_replaced_broker():
     after = plan_from_text(fb.plan_files(p).plan, "plan.json", state).final
     got = fb.certify_plan(state, after, req)
     assert certificate_fields(got) == certificate_fields(p.certificate)
+
+
+def test_fleet_demotes_as_the_command_line_does(run_cli, tmp_path):
+    """``"demote": [4]`` in fleet.json plans what ``plan --demote 4`` plans, byte for byte, and the moves verdict
+    and leader changes agree."""
+    from .test_certificate_agreement import KAFKA, KAFKA_RACKS, Case, _args, _cli_json, _fleet_row
+
+    case = Case("demote", "kafka", KAFKA_RACKS, fleet={"demote": [4]})
+    out = tmp_path / "d.json"
+    planned = _cli_json(run_cli, "plan", *_args(case, KAFKA), "--demote", "4", "-o", out)
+    row = _fleet_row(case, KAFKA, "flow")
+    assert row["plan_json"] == out.read_text()
+    assert all(e["replicas"][0] != 4 for e in json.loads(row["plan_json"])["partitions"])
+    assert (row["moves"], row["leader_changes"], row["lower_bound"]) == (0, planned["leader_changes"],
+                                                                         planned["lower_bound"])
