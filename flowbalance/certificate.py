@@ -5,7 +5,9 @@ may move, per-topic on or off), so ``plan``, ``report --plan``, ``compare`` and 
 
 * **targets**: every live broker's replica count within its share's [floor, ceil] (within its rack's share when the
   rack rule fixes every rack's total; a broker closed to new replicas at most what it holds, its share of a level
-  above that going to the others: ``targets.capped_intervals``), removed brokers empty, and with per-topic balance every topic's movable
+  above that going to the others: ``targets.capped_intervals``; a broker holding more replicas of partitions that
+  may not move than its share held at that load, the others sharing the rest: ``targets.load_intervals``), removed
+  brokers empty, and with per-topic balance every topic's movable
   replicas within their shares too — what stage 1 aims at (``count_targets``).
 * **closed-form bound**: the fewest arrivals that reach the targets from the current counts (M* for brokers,
   Σ per-topic M* for topics; ``targets.min_arrivals``). A plan that meets the targets with that many moves is
@@ -29,7 +31,7 @@ from .racks import rack_bounds
 from .stages.common import rack_forced_intervals
 from .controls import closed_caps, topic_caps
 from .verify import closed_arrivals
-from .targets import capped_intervals, capped_share_intervals, share_intervals  # noqa: F401
+from .targets import capped_intervals, capped_share_intervals, load_intervals, share_intervals  # noqa: F401
 from .targets import intervals, min_arrivals
 from .topic_level import TopicLevel, topic_level
 from .failover_level import FailoverLevel, failover_fields, failover_level
@@ -157,7 +159,9 @@ def count_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
     idx = state.replica_index
     c_all = np.bincount(idx[idx >= 0], minlength=N).astype(np.int64)
     cap = closed_caps(state)  # brokers closed to new replicas: at most what they hold (water-filled targets)
-    lo, hi = intervals(total, b.weight, live) if cap is None else capped_intervals(total, b.weight, live, cap)
+    fixed = idx[~np.asarray(movable, dtype=bool)]
+    fixed_c = np.bincount(fixed[fixed >= 0], minlength=N).astype(np.int64)  # a floor: it may not leave
+    lo, hi = load_intervals(total, b.weight, live, cap, fixed_c)
     mov = np.flatnonzero(movable)
     tpos, c_tb, rt, T = _topic_counts(state, mov, live_idx, trf, per_topic)
     tlo = thi = tcap = None
@@ -168,8 +172,6 @@ def count_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
     if b.has_racks and len(mov):
         _, rack_of_live = np.unique(b.rack[live_idx], return_inverse=True)
         K = int(rack_of_live.max()) + 1 if NL else 1
-        fixed = idx[~movable]
-        fixed_c = np.bincount(fixed[fixed >= 0], minlength=N).astype(np.int64)
         forced = rack_forced_intervals(b, live_idx, rack_of_live, K, trf[mov], fixed_c,
                                        tpos if T else None, T, cap, tcap)
     if forced is not None:

@@ -90,6 +90,36 @@ def capped_intervals(total: int, weight: np.ndarray, live: np.ndarray, cap: np.n
     return lo, hi
 
 
+def load_intervals(total: int, weight: np.ndarray, live: np.ndarray, cap: np.ndarray | None = None,
+                   floor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Broker intervals for ``total`` replicas with a ceiling per broker (``cap`` < 0: none; brokers closed to new
+    replicas, ``capped_intervals``) and a floor per broker (``floor``: replicas that may not leave it, of pinned,
+    held or out-of-scope partitions). A broker whose interval lies below its floor is held at its floor, [f, f],
+    and the others share the rest by weight, again and again until no floor is above its interval (each pass
+    holds at least one more broker, and holding one only lowers the others' share). The balance a plan can reach
+    when partitions stay put: without it a broker with more fixed load than its share leaves the others' targets
+    unreachable. Without a floor above its interval this is ``intervals`` / ``capped_intervals`` exactly."""
+    live = np.asarray(live, dtype=bool)
+
+    def base(t: int, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if cap is None:
+            return intervals(t, weight, members)
+        return capped_intervals(t, weight, members, cap)
+
+    lo, hi = base(total, live)
+    if floor is None:
+        return lo, hi
+    fl = np.where(live, np.asarray(floor, dtype=np.int64), 0)
+    held = np.zeros(len(live), dtype=bool)
+    while True:
+        more = live & ~held & (fl > hi)
+        if not more.any():
+            return lo, hi
+        held |= more
+        rest_lo, rest_hi = base(total - int(fl[held].sum()), live & ~held)
+        lo, hi = np.where(held, fl, rest_lo), np.where(held, fl, rest_hi)
+
+
 def capped_share_intervals(totals: np.ndarray, weight_live: np.ndarray, cap: np.ndarray | None
                            ) -> tuple[np.ndarray, np.ndarray]:
     """``share_intervals`` with a ceiling per (group, live broker) (``cap`` [G, NL], < 0: none), flattened

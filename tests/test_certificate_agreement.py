@@ -4,7 +4,8 @@ same plan, and the printed bound is a true lower bound (checked against a CP-SAT
 reach the targets, written here from the rules in plain Python, with no flowbalance code).
 
 The oracle's targets, from the documented rules (``flowbalance.certificate``'s docstring), computed with
-``Fraction``: every live broker within [floor, ceil] of its weight share of the target replicas; when the rack rule
+``Fraction``: every live broker within [floor, ceil] of its weight share of the target replicas (a broker holding
+more replicas that may not move than its share's ceiling held at that count, the others sharing the rest); when the rack rule
 fixes every rack's count for every movable partition (``tests.oracles.rack_optima`` has one vector), within its
 share of its rack's total instead; with per-topic balance, every topic's movable replicas within their shares too
 (within racks likewise). Hard rules: target RF of distinct live brokers, each placed set's rack counts one of
@@ -88,6 +89,19 @@ def _shares(total: int, members: list[int], c: Plain) -> dict:
             for b in members}
 
 
+def _floored_shares(total: int, members: list[int], c: Plain, fixed: Counter) -> dict:
+    """``_shares``, except that a broker holding more replicas that may not move (``fixed``) than its share's
+    ceiling is held at that count, [f, f], and the others share the rest; repeated until none is above."""
+    held: dict = {}
+    while True:
+        free = [b for b in members if b not in held]
+        shares = _shares(total - sum(held.values()), free, c) if free else {}
+        over = [b for b in free if fixed[b] > shares[b][1]]
+        if not over:
+            return {**{b: (f, f) for b, f in held.items()}, **shares}
+        held.update({b: fixed[b] for b in over})
+
+
 def oracle_targets(c: Plain, krf: list[int], movable: list[bool], per_topic: bool) -> Targets:
     """The targets of the module docstring for target RFs ``krf``; rows not ``movable`` stay where they are."""
     live = c.live
@@ -100,7 +114,7 @@ def oracle_targets(c: Plain, krf: list[int], movable: list[bool], per_topic: boo
     lo, hi, topic = {}, {}, {}
     for r, members in groups.items():
         total = (sum(optima[i][0][r] for i in mov) + sum(fixed[b] for b in members)) if forced else sum(krf)
-        for b, (a, z) in _shares(total, members, c).items():
+        for b, (a, z) in _floored_shares(total, members, c, fixed).items():
             lo[b], hi[b] = a, z
     if per_topic:
         for t in sorted({c.rows[i][0] for i in mov}):

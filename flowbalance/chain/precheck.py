@@ -17,7 +17,7 @@ from ..resolve import Resolved, rows_on_removed
 from ..stages.failover_moves import rack_failover_floor
 from .budget import scope_of
 from ..controls import closed_caps
-from ..targets import capped_intervals, intervals, within
+from ..targets import intervals, load_intervals, within
 
 
 def meets_every_target(r: Resolved) -> bool:
@@ -33,7 +33,7 @@ def meets_every_target(r: Resolved) -> bool:
     # per-topic balance is a target when strict, or when a move budget is given to spend on it
     budget = budget_given(r)
     topics = req.strict_per_topic or (budget and req.topics_after_moves)
-    if not _counts_at_target(state, topics, replicas_on, req.balance == "bytes"):
+    if not _counts_at_target(state, topics, replicas_on, req.balance == "bytes", r.movable):
         return False
     # every topic's leaders are a target only when topics are balanced strictly (the failover stage trades them)
     if "leaders" in req.stages and not leaders_balanced(state, req.strict_per_topic):
@@ -53,7 +53,10 @@ def budget_given(r: Resolved) -> bool:
     return r.request.extra_moves_for(scope_of(r)) > 0
 
 
-def _counts_at_target(state: ClusterState, per_topic: bool, replicas_on: bool, bytes_only: bool) -> bool:
+def _counts_at_target(state: ClusterState, per_topic: bool, replicas_on: bool, bytes_only: bool,
+                      movable: np.ndarray) -> bool:
+    """Replica counts within the targets: the certificate's broker intervals (closed brokers capped, the load of
+    partitions that may not move a floor), no rack violation, nothing on removed brokers, topics when asked."""
     b = state.brokers
     c = replica_counts(state)
     if not replicas_on:
@@ -61,8 +64,9 @@ def _counts_at_target(state: ClusterState, per_topic: bool, replicas_on: bool, b
     if bytes_only:
         return not len(rack_violations(state)) and not c[~b.live].any()
     cap = closed_caps(state)  # brokers closed to new replicas: at most what they hold
-    bounds = (intervals(int(c.sum()), b.weight, b.live) if cap is None else
-              capped_intervals(int(c.sum()), b.weight, b.live, cap))
+    idx = state.replica_index[~np.asarray(movable, dtype=bool)]
+    fixed = np.bincount(idx[idx >= 0], minlength=len(b)).astype(np.int64)  # may not leave: a floor
+    bounds = load_intervals(int(c.sum()), b.weight, b.live, cap, fixed)
     if not within(c, *bounds, b.live) or len(rack_violations(state)):
         return False
     return not (per_topic and topic_spread(state).unbalanced_topics)

@@ -8,7 +8,7 @@ import numpy as np
 from ..flow.network import Network
 from ..model import PAD, Brokers, ClusterState
 from ..racks import rack_bounds, rack_totals_fixed
-from ..targets import capped_intervals, capped_share_intervals, intervals  # noqa: F401
+from ..targets import capped_intervals, capped_share_intervals, intervals, load_intervals  # noqa: F401
 from ..targets import share_intervals  # noqa: F401 (used by the stages)
 
 # Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
@@ -189,8 +189,7 @@ def rack_forced_intervals(brokers: Brokers, live_idx: np.ndarray, rack_of_live: 
         in_rack = np.zeros(N, dtype=bool)
         in_rack[members] = True
         rack_total = int(r_hi[:, r].sum()) + int(fixed_c[members].sum())
-        b_lo, b_hi = (intervals(rack_total, brokers.weight, in_rack) if cap is None else
-                      capped_intervals(rack_total, brokers.weight, in_rack, cap))
+        b_lo, b_hi = load_intervals(rack_total, brokers.weight, in_rack, cap, fixed_c)
         lo[members], hi[members] = b_lo[members], b_hi[members]
         if T:
             per_topic = np.bincount(topic_of, weights=r_hi[:, r], minlength=T).astype(np.int64)

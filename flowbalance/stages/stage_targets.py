@@ -2,7 +2,8 @@
 the racks, and the live replicas of the partitions that may move.
 
 Fixed (not movable) partitions count toward every broker's total, so the broker intervals are returned less
-their load. When the rack rule fixes every rack's total, the targets are shares within each rack and the lower
+their load; a broker whose fixed load is above its share is held at it and the others share the rest
+(``targets.load_intervals``). When the rack rule fixes every rack's total, the targets are shares within each rack and the lower
 bound is recomputed for them (``rack_forced_intervals``).
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..controls import closed_caps, topic_caps
 from ..model import ClusterState
-from ..targets import capped_intervals, capped_share_intervals, intervals, min_arrivals
+from ..targets import capped_share_intervals, intervals, load_intervals, min_arrivals
 from .common import StageInput, rack_forced_intervals, share_intervals, widen
 
 
@@ -61,7 +62,9 @@ def stage_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
     fixed_c = np.bincount(fidx[fidx >= 0], minlength=N).astype(np.int64)
     total = int(trf.sum())
     cap = closed_caps(state)  # brokers closed to new replicas: at most what they hold (controls.py)
-    lo, hi = intervals(total, b.weight, live) if cap is None else capped_intervals(total, b.weight, live, cap)
+    # fixed load is a floor: a broker holding more of it than its share is held there, the others share the rest
+    lo, hi = load_intervals(total, b.weight, live, cap, fixed_c)
+    floors_bind = bool((hi != intervals(total, b.weight, live)[1]).any()) if cap is None else False
     if not count_targets:
         lo, hi = np.zeros_like(lo), np.where(live, total, 0)
     use_racks = racks and b.has_racks
@@ -99,9 +102,9 @@ def stage_targets(state: ClusterState, target_rf: np.ndarray, movable: np.ndarra
             clip = np.clip(c_tb, tlo, thi)
             short = rt - np.bincount(np.repeat(np.arange(Tm), NL), weights=clip, minlength=Tm)
             lower_bound = max(lower_bound, int(np.maximum(clip - c_tb, 0).sum() + np.maximum(short, 0).sum()))
-    if cap is not None and lower_bound is not None and forced is None:
-        # the caller's bound is for the uncapped targets: the broker totals' bound for these (a valid bound
-        # whether per-topic targets are hard or graded; a pruned attempt is kept only when it reaches it)
+    if (cap is not None or floors_bind) and lower_bound is not None and forced is None:
+        # the caller's bound is for the uncapped, unfloored targets: the broker totals' bound for these (a valid
+        # bound whether per-topic targets are hard or graded; a pruned attempt is kept only when it reaches it)
         lower_bound = min_arrivals(np.bincount(idx[idx >= 0], minlength=N), total, lo, hi, live)
     if achieved is not None:
         # hard intervals widened to an earlier plan's counts: that plan is feasible, and any plan found is at
