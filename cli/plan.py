@@ -13,7 +13,7 @@ from flowbalance.planner import plan, plan_files
 from flowbalance.report import build_report
 from flowbalance.errors import RequestError
 from flowbalance.request import STAGES, PlanRequest, parse_broker_ids, parse_replace, parse_topic_rf
-from flowbalance.planmeta import sidecar_files, sidecar_path
+from flowbalance.planmeta import rows_sha256, sidecar_files, sidecar_path
 from flowbalance.status import plan_input
 from flowbalance.summary import plan_summary
 from flowbalance.tracking import resume_input
@@ -126,7 +126,9 @@ def plan_command(
                  progress=lambda step, of, name: steps.step(name))
         steps.step("writing files")
         texts = plan_files(p, all_partitions=all_partitions)
-        files = {str(out): texts.plan, **sidecar_files(out, given.state, req, texts.plan, current=str(current))}
+        sha = rows_sha256(p.after, None if all_partitions else p.changes.changed_rows)  # the plan file's digest
+        files = {str(out): texts.plan, **sidecar_files(out, given.state, req, texts.plan, current=str(current),
+                                                       plan_sha=sha)}
         if rollback is not None:
             files[str(rollback)] = texts.rollback
         if election is not None:

@@ -83,6 +83,17 @@ def canonical(topic_names: list[str] | tuple[str, ...], partition: np.ndarray, r
             np.asarray(partition, dtype=np.int64)[order].astype(np.int32), np.asarray(replicas)[order])
 
 
+def rows_sha256(state: ClusterState, rows: np.ndarray | None = None) -> str:
+    """:func:`plan_sha256` of the plan file ``formats.writers.reassignment_json(state, rows)`` writes, from the
+    arrays instead of parsing the text back (the same digest: the same topics, partitions and lists)."""
+    rows = np.arange(state.num_partitions) if rows is None else np.asarray(rows, dtype=np.int64)
+    if not len(rows):
+        return assignment_sha256((), np.zeros(0), np.zeros(0), np.zeros((0, 1)))
+    tidx = state.topic[rows]
+    names = np.asarray(state.topics, dtype=object)[tidx].tolist()
+    return assignment_sha256(*canonical(names, state.partition[rows], state.replicas[rows]))
+
+
 def plan_sha256(raw: RawAssignment) -> str:
     """SHA-256 of a plan's targets (topic, partition, replica list of every partition it lists): the same for the
     same plan whatever its formatting, order of lines or ``log_dirs``."""
@@ -125,15 +136,16 @@ def request_from_json(doc: Any, source: str) -> PlanRequest:
 
 
 def sidecar_text(plan_path: str | os.PathLike, state: ClusterState, request: PlanRequest, plan_text: str, *,
-                 current: str = "CURRENT", created: str | None = None) -> str:
+                 current: str = "CURRENT", created: str | None = None, plan_sha: str | None = None) -> str:
     """The sidecar's JSON text for the plan ``plan_text`` (what is written at ``plan_path``) made from ``state``
     (the assignment planned from, e.g. ``Plan.before``) for ``request``. ``created``: an ISO time (UTC, now by
-    default)."""
+    default). ``plan_sha``: the plan's :func:`plan_sha256` when the caller has it from the arrays
+    (:func:`rows_sha256`); otherwise the text is parsed for it."""
     import orjson
 
     from . import __version__
 
-    targets = plan_text_sha256(plan_text, str(plan_path))
+    targets = plan_sha if plan_sha is not None else plan_text_sha256(plan_text, str(plan_path))
     reps = np.asarray(state.replicas)
     rf = (reps != PAD).sum(axis=1)
     doc = {
@@ -167,10 +179,11 @@ def sidecar_text(plan_path: str | os.PathLike, state: ClusterState, request: Pla
 
 
 def sidecar_files(plan_path: str | os.PathLike, state: ClusterState, request: PlanRequest, plan_text: str, *,
-                  current: str = "CURRENT", created: str | None = None) -> dict[str, str]:
+                  current: str = "CURRENT", created: str | None = None, plan_sha: str | None = None
+                  ) -> dict[str, str]:
     """``{sidecar path: text}``, to write together with the plan (``write_atomic({plan: text, **this})``)."""
     return {sidecar_path(plan_path): sidecar_text(plan_path, state, request, plan_text, current=current,
-                                                  created=created)}
+                                                  created=created, plan_sha=plan_sha)}
 
 
 def write_sidecar(plan_path: str | os.PathLike, state: ClusterState, request: PlanRequest, plan_text: str, *,

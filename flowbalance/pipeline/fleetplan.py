@@ -31,7 +31,7 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     """One cluster's rows (long schema) → one row of PLANNED."""
     from ..certificate import certificate_fields
     from ..errors import InputError, PlanningError, RequestError
-    from ..planmeta import sidecar_text
+    from ..planmeta import rows_sha256, sidecar_text
     from ..planner import plan, plan_files
     from ..request import PlanRequest
 
@@ -63,7 +63,8 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     out.update(
         ok=True, reason=None, strategy=p.strategy,
         plan_json=files.plan, rollback_json=files.rollback, election_json=files.election,
-        meta_json=sidecar_text("plan.json", state, request, files.plan, current=f"{cluster} (fleet snapshot)"),
+        meta_json=sidecar_text("plan.json", state, request, files.plan, current=f"{cluster} (fleet snapshot)",
+                               plan_sha=rows_sha256(p.after, c.changed_rows)),
         empty=p.is_empty, moves=c.moves, min_moves=cert["min_moves"], lower_bound=cert["lower_bound"],
         bound_for=cert["bound_for"], proven_optimal=cert["proven_optimal"], bytes_to_move=c.bytes_moved, leader_changes=c.leader_changes,
         changed_partitions=int(len(c.changed_rows)),
