@@ -74,3 +74,26 @@ def test_cheapest_keeps_the_low_levels_whole_and_nothing_above(seed, groups, n):
             elif running + cap[at].sum() < quota[g]:
                 assert kept[at].all()
             running += int(cap[at].sum())
+
+
+@SETTINGS
+@given(st.integers(0, 100_000), st.integers(1, 6), st.integers(1, 80))
+def test_cheapest_draws_exactly_as_hashing_every_entry(seed, groups, n):
+    """The threshold level's draw, hashed for its entries only, keeps exactly what hashing every entry keeps
+    (the first pruned network, hence the plans, depend on which entries of that level are drawn)."""
+    rng = np.random.default_rng(seed)
+    group, other = rng.integers(0, groups, n), rng.integers(0, 50, n)
+    level, cap = rng.integers(0, 4, n), rng.integers(1, 5, n)
+    quota = rng.integers(0, 30, groups)
+    n_lev = int(level.max()) + 1
+    at = np.bincount(group * n_lev + level, weights=cap, minlength=groups * n_lev).reshape(groups, n_lev)
+    upto = np.cumsum(at, axis=1)
+    thr = (upto < quota[:, None]).sum(axis=1)
+    before = np.where(thr > 0, upto[np.arange(groups), np.maximum(thr - 1, 0)], 0)
+    share = (quota - before) * 1.5 / np.maximum(at[np.arange(groups), np.minimum(thr, n_lev - 1)], 1)
+    mix = (group.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ (other.astype(np.uint64)
+                                                                        * np.uint64(0xBF58476D1CE4E5B9))
+    mix ^= mix >> np.uint64(31)
+    draw = (mix >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+    want = (level < thr[group]) | ((level == thr[group]) & (draw < share[group]))
+    assert cheapest(group, other, level, cap, quota).tolist() == want.tolist()

@@ -85,8 +85,16 @@ def cheapest(group: np.ndarray, other: np.ndarray, level: np.ndarray, cap: np.nd
     before = np.where(thr > 0, upto[np.arange(n_grp), np.maximum(thr - 1, 0)], 0)
     share = (quota - before) * oversample / np.maximum(at[np.arange(n_grp), np.minimum(thr, n_lev - 1)], 1)
     g_thr = thr[group]
+    out = level < g_thr
+    at = np.flatnonzero(level == g_thr)  # only the threshold level draws (usually a small share of the entries)
+    ga = group[at]
+    out[at] = _draw(ga, other[at]) < share[ga]
+    return out
+
+
+def _draw(group: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """A hash of (group, other) as a float in [0, 1)."""
     mix = (group.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ (other.astype(np.uint64)
                                                                         * np.uint64(0xBF58476D1CE4E5B9))
     mix ^= mix >> np.uint64(31)
-    draw = (mix >> np.uint64(11)).astype(np.float64) / float(1 << 53)
-    return (level < g_thr) | ((level == g_thr) & (draw < share[group]))
+    return (mix >> np.uint64(11)).astype(np.float64) / float(1 << 53)

@@ -86,16 +86,24 @@ def _solve(net: Network, arcs: "_Arcs", need: np.ndarray) -> tuple[np.ndarray, i
     tails, heads, caps, costs = net.arrays()
     keep = np.ones(net.num_arcs, dtype=bool)
     quota = need + PRUNE_SLACK
-    r, a = arcs.release, arcs.arrive
+    r, a = _block(arcs.release), _block(arcs.arrive)
     keep[r] = (cheapest(tails[r], heads[r], arcs.release_level, caps[r], quota)
                | cheapest(heads[r], tails[r], arcs.release_level, caps[r], quota))
     # a pool passes on what it may receive: its arrival arcs must carry that too
-    kept = r[keep[r]]
+    kept = arcs.release[keep[r]]
     quota = quota + np.bincount(heads[kept], weights=caps[kept], minlength=net.num_nodes).astype(np.int64)
     keep[a] = (cheapest(tails[a], heads[a], arcs.arrive_level, caps[a], quota)
                | cheapest(heads[a], tails[a], arcs.arrive_level, caps[a], quota))
     res = solve_pruned(net, keep, arrays=(tails, heads, caps, costs))
     return None if res is None else res[:2]
+
+
+def _block(ids: np.ndarray) -> slice | np.ndarray:
+    """A block's arc ids (consecutive, as ``Network.add`` returns them) as a slice: its arrays are then views,
+    not gathers of millions of arcs."""
+    if len(ids) and int(ids[-1]) - int(ids[0]) + 1 == len(ids) and bool((np.diff(ids) == 1).all()):
+        return slice(int(ids[0]), int(ids[-1]) + 1)
+    return ids
 
 
 def _deficits(tg: StageTargets) -> np.ndarray | None:
