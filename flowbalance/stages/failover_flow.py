@@ -284,6 +284,8 @@ def _augment(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Ca
     unit it holds can go back to its row, which then takes another option; a leader (cell) takes back exactly the
     rows it lost (that its floor needs)."""
     net = _network(prob, arcs, choice, caps, alloc)
+    if _cut_below(net):
+        return None  # no flow re-places every leaving row: the flow's own answer, without it
     mf = max_flow.SimpleMaxFlow()
     ids = mf.add_arcs_with_capacity(net.tails, net.heads, net.cap)
     if mf.solve(net.source, net.sink) != mf.OPTIMAL or mf.optimal_flow() < net.gone:
@@ -341,6 +343,19 @@ def _network(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Ca
     cap = np.concatenate([np.ones(n_unit, dtype=np.int64)] + [np.asarray(b[2])[k].astype(np.int64)
                                                               for b, k in zip(blocks, pos)])
     return _Net(tails, heads, cap, S, T, len(gone), opt)
+
+
+def _cut_below(net: _Net) -> bool:
+    """True when a cut of one node and the sink holds less than the leaving rows: node v's arcs into it and
+    every other arc into the sink (a leader whose pairs have less room than the rows it lost, say), so no flow
+    re-places them all. A proof, so the answer is the maximum flow's: on 1000 racked brokers the failing
+    probe's flow (1 s) is not needed."""
+    into = net.heads == net.sink
+    n = net.sink + 1
+    need = np.bincount(net.tails[into], weights=net.cap[into], minlength=n)
+    have = np.bincount(net.heads, weights=net.cap, minlength=n)
+    cut = float(net.cap[into].sum()) - need + have
+    return bool((cut[need > 0] < net.gone).any())
 
 
 class _Arcs:
