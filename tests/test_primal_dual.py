@@ -206,3 +206,59 @@ def test_stable_order_is_a_stable_argsort():
         for m in (0, 1, 5000):
             key = rng.integers(0, n, m).astype(np.int64)
             assert _stable_order(key, n).tolist() == np.argsort(key, kind="stable").tolist(), (n, m)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 60), st.integers(0, 4), st.integers(1, 40))
+def test_distance_buckets_equal_dijkstra(seed, n, max_w, max_buckets):
+    """Within the nearest deficit's distance D, the bucket search gives every node Dijkstra's distance and no
+    node beyond D one; it says None exactly when no deficit is reachable, and "far" only when D needs more
+    buckets than allowed."""
+    from flowbalance.flow.primal_dual import _dial
+
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(0, 4 * n + 1))
+    tails, heads = np.sort(rng.integers(0, n, m)), rng.integers(0, n, m)
+    w = rng.integers(0, max_w + 1, m) * rng.integers(1, 3, m)  # zeros, small and a few doubled weights
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(tails, minlength=n))])
+    src = np.unique(rng.integers(0, n, int(rng.integers(1, 4))))
+    is_dst = rng.random(n) < 0.1
+    is_dst[src] = False
+    d = dijkstra(csr_matrix((w.astype(np.float64), heads, indptr), shape=(n, n)), directed=True, indices=src,
+                 min_only=True)
+    reach = d[is_dst][np.isfinite(d[is_dst])]
+    got = _dial(n, indptr, heads, w, src, is_dst, max_buckets)
+    if not len(reach):
+        assert got is None or got == "far"
+        return
+    D = int(reach.min())
+    if got == "far":
+        assert D >= max_buckets  # buckets are visited in increasing distance: D + 1 of them at most
+        return
+    dist, k = got
+    assert k == D
+    assert dist.tolist() == np.where(d <= D, d, -1).astype(np.int64).tolist()
+
+
+def test_buckets_in_primal_dual_give_the_reference_flow(monkeypatch):
+    """The leader-shaped networks solved with distance buckets on every size (and with a bucket budget so small
+    that phases fall back to Dijkstra): exactly the reference's flow and potentials."""
+    import flowbalance.flow.primal_dual as pd
+
+    rng = np.random.default_rng(13)
+    for budget in (32, 2):
+        monkeypatch.setattr(pd, "DIAL_FROM_NODES", 0)
+        monkeypatch.setattr(pd, "DIAL_BUCKETS", budget)
+        for trial in range(15):
+            P, B = int(rng.integers(50, 400)), int(rng.integers(3, 25))
+            reps = np.array([rng.choice(B, size=min(3, B), replace=False) for _ in range(P)])
+            rows = np.repeat(np.arange(P), reps.shape[1])
+            tails = np.concatenate([rows, P + np.arange(B)])
+            heads = np.concatenate([P + reps.ravel(), np.full(B, P + B)])
+            caps = np.concatenate([np.ones(len(rows), dtype=np.int64), np.full(B, -(-P // B))])
+            costs = np.concatenate([rng.integers(0, 4, len(rows)), np.zeros(B, np.int64)])
+            supply = np.zeros(P + B + 1, dtype=np.int64)
+            supply[:P], supply[-1] = 1, -P
+            want = _reference_primal_dual(P + B + 1, tails, heads, caps, costs, supply)
+            got = pd.primal_dual(P + B + 1, tails, heads, caps, costs, supply)
+            assert got[0].tolist() == want[0].tolist() and got[2].tolist() == want[2].tolist(), (budget, trial)

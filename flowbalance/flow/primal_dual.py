@@ -29,6 +29,8 @@ from scipy.sparse.csgraph import dijkstra
 
 CHECK_AFTER = 3  # phases run before feasibility is checked (a max flow costs about one phase)
 EXACT = 2 ** 52  # Dijkstra sums float64: distances below this are exact integers
+DIAL_FROM_NODES = 100_000  # networks this large get distance buckets before Dijkstra (smaller: Dijkstra is faster)
+DIAL_BUCKETS = 32  # distances a bucket search visits before it leaves the phase to Dijkstra
 
 
 class CostRangeError(ArithmeticError):
@@ -105,6 +107,7 @@ class _Residual:
         np.subtract.at(self.excess, tails[neg], flow[neg])
         np.add.at(self.excess, heads[neg], flow[neg])
         self.pot = np.zeros(n, dtype=np.int64)
+        self.dial = True  # distance buckets until they prove too many (``_distances``)
         slot_tail = np.concatenate([tails, heads])
         self.order = _stable_order(slot_tail, n)
         self.tail = slot_tail[self.order]
@@ -146,12 +149,26 @@ class _Residual:
                    ) -> tuple[np.ndarray, np.ndarray] | None:
         """(min(d, D) per node, where D is the nearest deficit's distance; whether d <= D), or None when no
         deficit is reachable; ``tl``, ``hl``, ``reduced``: the live slots (sorted by tail) and their reduced
-        costs. (A Dijkstra limited to small distances, retried with larger limits, was no faster: the nodes at
-        reduced distance 0 are most of the network. Following Dijkstra's tree paths instead of a max flow when
-        little excess is left was slower too: paths collide, so twice the phases.)"""
+        costs. Large networks try distance buckets first (``_dial``: the same distances, 2-3x faster than
+        Dijkstra's heap on the leader network, whose reduced costs are small), and fall back to Dijkstra for
+        good when more than ``DIAL_BUCKETS`` distances come before the nearest deficit. (A Dijkstra limited to
+        small distances, retried with larger limits, was no faster: the nodes at reduced distance 0 are most of
+        the network. Following Dijkstra's tree paths instead of a max flow when little excess is left was
+        slower too: paths collide, so twice the phases.)"""
         n = self.n
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(tl, minlength=n), out=indptr[1:])
+        if self.dial and n >= DIAL_FROM_NODES and not (reduced < 0).any():
+            is_dst = np.zeros(n, dtype=bool)
+            is_dst[dst] = True
+            got = _dial(n, indptr, hl, reduced, src, is_dst)
+            if got is None:
+                return None
+            if got != "far":
+                d, D = got
+                near = d >= 0
+                return np.where(near, d, D), near
+            self.dial = False
         graph = csr_matrix((reduced.astype(np.float64), hl, indptr), shape=(n, n))
         d = dijkstra(graph, directed=True, indices=src, min_only=True)
         reach = d[dst][np.isfinite(d[dst])]
@@ -189,3 +206,56 @@ def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
         return np.argsort(key, kind="stable")
     low = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
     return low[np.argsort((key[low] >> 16).astype(np.uint16), kind="stable")]
+
+
+def _dial(n: int, indptr: np.ndarray, heads: np.ndarray, w: np.ndarray, src: np.ndarray, is_dst: np.ndarray,
+          max_buckets: int | None = None) -> tuple[np.ndarray, int] | str | None:
+    """Shortest distances from ``src`` over the CSR graph (``indptr``, ``heads``, integer weights ``w`` >= 0),
+    by buckets of equal distance (Dial's algorithm, each bucket a breadth-first search over its 0-weight arcs,
+    vectorized level by level): (distance per node, -1 beyond D; D), D the nearest deficit's distance. Every
+    node within D gets its exact distance, the same as Dijkstra's. None when no deficit is reachable; "far" when
+    more than ``max_buckets`` (default ``DIAL_BUCKETS``) distances come first (the caller then runs Dijkstra)."""
+    dist = np.full(n, -1, dtype=np.int64)
+    stamp = np.empty(n, dtype=np.int64)
+
+    def distinct_open(x: np.ndarray) -> np.ndarray:
+        """The nodes of ``x`` without a distance yet, each once (no sort: the last write of a stamp wins)."""
+        x = x[dist[x] < 0]
+        at = np.arange(len(x))
+        stamp[x] = at
+        return x[stamp[x] == at]
+
+    buckets: dict[int, list[np.ndarray]] = {0: [np.asarray(src, dtype=np.int64)]}
+    for _ in range(DIAL_BUCKETS if max_buckets is None else max_buckets):
+        if not buckets:
+            return None
+        k = min(buckets)
+        waiting = buckets.pop(k)
+        front = distinct_open(waiting[0] if len(waiting) == 1 else np.concatenate(waiting))
+        found = False
+        while len(front):
+            dist[front] = k
+            found = found or bool(is_dst[front].any())
+            deg = indptr[front + 1] - indptr[front]
+            e = np.repeat(indptr[front] - (np.cumsum(deg) - deg), deg) + np.arange(int(deg.sum()))
+            h, we = heads[e], w[e]
+            zero = we == 0
+            _bucket_arcs(buckets, k, h[~zero], we[~zero], dist)
+            front = distinct_open(h[zero])
+        if found:
+            return dist, k
+    return None if not buckets else "far"
+
+
+def _bucket_arcs(buckets: dict, k: int, h: np.ndarray, w: np.ndarray, dist: np.ndarray) -> None:
+    """File the heads of positive arcs leaving distance ``k`` under distance k + w (those still without one)."""
+    keep = dist[h] < 0
+    h, w = h[keep], w[keep]
+    if not len(w):
+        return
+    lo = int(w.min())
+    if lo == int(w.max()):
+        buckets.setdefault(k + lo, []).append(h)
+        return
+    for v in np.unique(w).tolist():
+        buckets.setdefault(k + v, []).append(h[w == v])
