@@ -228,6 +228,11 @@ def test_distance_buckets_equal_dijkstra(seed, n, max_w, max_buckets):
                  min_only=True)
     reach = d[is_dst][np.isfinite(d[is_dst])]
     got = _dial(n, indptr, heads, w, src, is_dst, max_buckets)
+    short = _dial(n, indptr, heads, w, src, is_dst, max_buckets, max_levels=2)
+    if not isinstance(short, str):  # a tight level budget may give up ("far"), never answer differently
+        assert (short is None) == (got is None)
+        if short is not None:
+            assert short[1] == got[1] and short[0].tolist() == got[0].tolist()
     if not len(reach):
         assert got is None or got == "far"
         return
@@ -246,9 +251,10 @@ def test_buckets_in_primal_dual_give_the_reference_flow(monkeypatch):
     import flowbalance.flow.primal_dual as pd
 
     rng = np.random.default_rng(13)
-    for budget in (32, 2):
+    for budget, levels in ((32, 5000), (2, 5000), (32, 3)):
         monkeypatch.setattr(pd, "DIAL_FROM_NODES", 0)
         monkeypatch.setattr(pd, "DIAL_BUCKETS", budget)
+        monkeypatch.setattr(pd, "DIAL_LEVELS", levels)
         for trial in range(15):
             P, B = int(rng.integers(50, 400)), int(rng.integers(3, 25))
             reps = np.array([rng.choice(B, size=min(3, B), replace=False) for _ in range(P)])

@@ -31,6 +31,7 @@ CHECK_AFTER = 3  # phases run before feasibility is checked (a max flow costs ab
 EXACT = 2 ** 52  # Dijkstra sums float64: distances below this are exact integers
 DIAL_FROM_NODES = 100_000  # networks this large get distance buckets before Dijkstra (smaller: Dijkstra is faster)
 DIAL_BUCKETS = 32  # distances a bucket search visits before it leaves the phase to Dijkstra
+DIAL_LEVELS = 5_000  # breadth-first levels it runs before it does the same (long 0-cost chains; 400 seen at 1M)
 
 
 class CostRangeError(ArithmeticError):
@@ -209,12 +210,14 @@ def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
 
 
 def _dial(n: int, indptr: np.ndarray, heads: np.ndarray, w: np.ndarray, src: np.ndarray, is_dst: np.ndarray,
-          max_buckets: int | None = None) -> tuple[np.ndarray, int] | str | None:
+          max_buckets: int | None = None, max_levels: int | None = None
+          ) -> tuple[np.ndarray, int] | str | None:
     """Shortest distances from ``src`` over the CSR graph (``indptr``, ``heads``, integer weights ``w`` >= 0),
     by buckets of equal distance (Dial's algorithm, each bucket a breadth-first search over its 0-weight arcs,
     vectorized level by level): (distance per node, -1 beyond D; D), D the nearest deficit's distance. Every
     node within D gets its exact distance, the same as Dijkstra's. None when no deficit is reachable; "far" when
-    more than ``max_buckets`` (default ``DIAL_BUCKETS``) distances come first (the caller then runs Dijkstra)."""
+    more than ``max_buckets`` (default ``DIAL_BUCKETS``) distances come first, or the searches need more than
+    ``max_levels`` (``DIAL_LEVELS``) levels in all (the caller then runs Dijkstra)."""
     dist = np.full(n, -1, dtype=np.int64)
     stamp = np.empty(n, dtype=np.int64)
 
@@ -226,6 +229,7 @@ def _dial(n: int, indptr: np.ndarray, heads: np.ndarray, w: np.ndarray, src: np.
         return x[stamp[x] == at]
 
     buckets: dict[int, list[np.ndarray]] = {0: [np.asarray(src, dtype=np.int64)]}
+    levels = DIAL_LEVELS if max_levels is None else max_levels
     for _ in range(DIAL_BUCKETS if max_buckets is None else max_buckets):
         if not buckets:
             return None
@@ -234,6 +238,9 @@ def _dial(n: int, indptr: np.ndarray, heads: np.ndarray, w: np.ndarray, src: np.
         front = distinct_open(waiting[0] if len(waiting) == 1 else np.concatenate(waiting))
         found = False
         while len(front):
+            levels -= 1
+            if levels < 0:
+                return "far"
             dist[front] = k
             found = found or bool(is_dst[front].any())
             deg = indptr[front + 1] - indptr[front]
