@@ -28,7 +28,7 @@ FORMAT_FILES = {
 FLAGS = {
     "brokers": "--brokers", "racks": "--racks", "topics": "--topics", "partitions": "--partitions", "rf": "--rf",
     "skew": "--skew", "layout": "--layout", "rack_aware": "--rack-aware", "seed": "--seed",
-    "first_broker_id": "--first-broker-id", "history": "--history",
+    "first_broker_id": "--first-broker-id", "history": "--history", "log_dirs": "--log-dirs",
 }
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
@@ -85,6 +85,9 @@ def generate(
     history: Annotated[int, typer.Option("--history", help="Grow the cluster in K waves (0 = off): brokers join in K equal groups by id, "
                                                            "topics are created in K equal groups in name order, each placed on the brokers "
                                                            "that existed then (older topics on the first brokers; the first group needs RF brokers).")] = 0,
+    log_dirs: Annotated[int, typer.Option("--log-dirs", help="Log directories per broker (JBOD when above 1: "
+                                                           "each replica in a random one; written in logdirs.txt, "
+                                                           "so it needs --sizes).")] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same files.")] = 0,
     first_broker_id: Annotated[int, typer.Option("--first-broker-id", help="Id of the first broker; ids are consecutive.")] = 0,
     formats: Annotated[str, typer.Option("--formats", help=f"Files to write, comma list of: {', '.join(f'{k} ({v})' for k, v in FORMAT_FILES.items())}; or all.")] = "json,brokers",
@@ -94,12 +97,18 @@ def generate(
         raise InputError("--layout", "", f"unknown layout (choose from {', '.join(LAYOUTS)})", layout)
     parts = parse_partitions(partitions)
     chosen = parse_formats(formats, sizes)
+    if log_dirs != 1 and not sizes:
+        raise InputError("--log-dirs", "", "the directories are written in logdirs.txt, which needs partition "
+                                           "sizes (add --sizes)", log_dirs)
+    if log_dirs != 1 and "logdirs" not in chosen:
+        chosen = [f for f in FORMAT_FILES if f in set(chosen) | {"logdirs"}]
     if rf is None:
         rf = min(3, max(brokers, 1))
     try:
         state = generate_cluster(
             brokers=brokers, racks=racks, topics=topics, partitions=parts, rf=rf, skew=skew, layout=layout,
             sizes=sizes, first_broker_id=first_broker_id, seed=seed, rack_aware=rack_aware, history=history,
+            log_dirs=log_dirs,
         )
     except InputError as err:
         raise as_flags(err) from None

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import replace
+
 import numpy as np
 
 from .errors import InputError
@@ -45,6 +47,7 @@ MAX_BROKERS = 100_000
 MAX_TOPICS = 1_000_000
 MAX_REPLICAS = 50_000_000
 MAX_SKEW = 10.0
+MAX_LOG_DIRS = 64
 _REJECTION_ROUNDS = 8
 _MASK_CELLS = 4_000_000  # rows x brokers per chunk of the masked fallback
 _MAX_SIZE = 1 << 50
@@ -66,13 +69,18 @@ def generate_cluster(
     seed: int = 0,
     rack_aware: bool = False,
     history: int = 0,
+    log_dirs: int = 1,
 ) -> ClusterState:
     """A synthetic cluster; a bad value raises InputError ``generate_cluster: PARAMETER: ...`` (``place`` is the
     parameter's name, or ``topics x partitions x rf`` for the replica limit; a remedy is written ``name=value``):
-    the command line shows its own flags. ``history`` = number of growth waves (0 or 1: all topics on all brokers)."""
+    the command line shows its own flags. ``history`` = number of growth waves (0 or 1: all topics on all brokers).
+    ``log_dirs`` = log directories per broker (JBOD when above 1: ``/var/lib/kafka/data-0`` ..., each replica in a
+    random one, so the directories are not quite even, as on a real broker)."""
     lo, hi = _check(brokers, racks, topics, partitions, rf, skew, layout, size_mean_bytes, size_alpha,
                     first_broker_id, seed, rack_aware)
     _check_history(history, brokers, rf)
+    if not _is_int(log_dirs) or not 1 <= log_dirs <= MAX_LOG_DIRS:
+        raise InputError(SOURCE, "log_dirs", f"must be an integer from 1 to {MAX_LOG_DIRS}", log_dirs)
     rng = np.random.default_rng(seed)
     # independent streams, so that (for example) changing the layout does not change the sizes
     r_counts, r_layout, r_sizes = rng.spawn(3)
@@ -93,7 +101,7 @@ def generate_cluster(
     width = max(4, len(str(topics - 1)))
     names = tuple(f"topic-{t:0{width}d}" for t in range(topics))  # zero padded: sorted order = index order
     # already in canonical (topic, partition) order, so the state is built directly (no sort needed)
-    return ClusterState(
+    state = ClusterState(
         brokers=table,
         topics=names,
         topic=topic_idx,
@@ -101,6 +109,22 @@ def generate_cluster(
         replicas=np.ascontiguousarray(table.ids[idx], dtype=np.int32),
         size=size,
     )
+    if log_dirs > 1:  # its own stream (the fourth child), so the other streams are as without it
+        state = replace(state, dirs=_random_dirs(state, log_dirs, rng.spawn(1)[0]))
+    return state
+
+
+def _random_dirs(state: ClusterState, n: int, rng: np.random.Generator):
+    """Every broker with ``n`` log directories and each replica in a random one."""
+    from .dirs import build_dirs, replica_keys
+
+    ids = state.brokers.ids.astype(np.int64)
+    dir_broker = np.repeat(ids, n)
+    dir_path = [f"/var/lib/kafka/data-{i}" for i in range(n)] * len(ids)
+    _, rows, bids = replica_keys(state)
+    pick = rng.integers(0, n, size=len(rows))
+    dir_index = np.searchsorted(ids, bids) * n + pick  # ids are sorted: broker b's dirs start at b's position * n
+    return build_dirs(dir_broker, dir_path, rows, bids, dir_index, state.size[rows])
 
 
 # ---- checks ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from .errors import InputError, RequestError
 from .formats.brokerfile import read_broker_file
 from .formats.describe import read_describe
 from .formats.detect import ASSIGNMENT_FORMATS, detect_assignment_format
+from .dirs import dirs_for_state
 from .formats.logdirs import LogDirs, sizes_for
 from .formats.raw import RawAssignment
 from .formats.reassignment import read_generate_output, read_reassignment_json
@@ -152,7 +153,11 @@ def _with_sizes(state: ClusterState, ld: LogDirs, warnings: list[str]) -> Cluste
     extra = len(ld.sizes) - int((size >= 0).sum())
     if extra > 0:
         warnings.append(f"{ld.source}: {extra} partitions are not in the assignment (ignored)")
-    return replace(state, size=size, log_dirs=ld.dirs)
+    dirs, stray = dirs_for_state(state, ld.placements)
+    if dirs is not None and dirs.jbod and stray:
+        warnings.append(f"{ld.source}: {stray} replicas are not in the assignment on that broker (their log "
+                        "directories ignored)")
+    return replace(state, size=size, log_dirs=ld.dirs, dirs=dirs if dirs is not None and dirs.jbod else None)
 
 
 def parse_broker_ids(text: str, name: str) -> list[int]:

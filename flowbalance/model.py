@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -180,6 +180,7 @@ class ClusterState:
     size: np.ndarray  # int64 [P], -1 when unknown
     had_log_dirs: bool = False
     log_dirs: dict = field(default_factory=dict)  # broker id -> list of log dir paths (from kafka-log-dirs)
+    dirs: Any = None  # flowbalance.dirs.ReplicaDirs: each replica's log directory (JBOD), or None when unknown
 
     @staticmethod
     def build(

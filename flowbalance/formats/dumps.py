@@ -72,10 +72,13 @@ def generate_text(state: ClusterState, *, log_dirs: bool | None = None) -> str:
 def logdirs_text(state: ClusterState, log_dir: str = "/var/lib/kafka/data") -> str:
     """``kafka-log-dirs --describe`` output: two status lines, then one JSON line with every replica's size.
 
-    Every broker gets one log dir, ``log_dir``; partitions of unknown size (-1) are left out.
+    Every broker gets one log dir, ``log_dir``, unless the state knows its directories (``state.dirs``, JBOD):
+    then each replica is listed under its own; partitions of unknown size (-1) are left out.
     """
     if not state.has_sizes:
         raise ValueError("logdirs_text needs partition sizes (the state has none)")
+    if state.dirs is not None:
+        return _jbod_logdirs_text(state, log_dir)
     ids = state.brokers.ids.tolist()
     idx = state.replica_index
     rows, cols = np.nonzero((idx >= 0) & (state.size[:, None] >= 0))
@@ -101,6 +104,38 @@ def logdirs_text(state: ClusterState, log_dir: str = "/var/lib/kafka/data") -> s
     return (
         "Querying brokers for log directories information\n"
         f"Received log directory information from brokers {','.join(map(str, ids))}\n"
+        '{"version":1,"brokers":[' + ",".join(brokers) + "]}\n"
+    )
+
+
+def _jbod_logdirs_text(state: ClusterState, default_dir: str) -> str:
+    """``logdirs_text`` with each replica in its directory (one ``logDirs`` entry per directory of the broker,
+    paths in sorted order, replicas in (topic, partition) order; a replica of unknown directory in
+    ``default_dir``)."""
+    d = state.dirs
+    ids = state.brokers.ids.astype(np.int64)
+    rows, cols = np.nonzero((state.replicas >= 0) & (state.size[:, None] >= 0))
+    bid = state.replicas[rows, cols].astype(np.int64)
+    where = d.lookup(rows, bid)
+    prefix = [dumps_str(t)[:-1] + "-" for t in state.topics]
+    text_of = {}
+    brokers = []
+    for b in ids.tolist():
+        mine = bid == b
+        paths = [d.dir_path[i] for i in d.dirs_of(b).tolist()]
+        names = {p: [] for p in paths}
+        for r, w in zip(rows[mine].tolist(), where[mine].tolist()):
+            path = d.dir_path[w] if w >= 0 else default_dir
+            if r not in text_of:
+                text_of[r] = (f'{{"partition":{prefix[state.topic[r]]}{int(state.partition[r])}",'
+                              f'"size":{int(state.size[r])},"offsetLag":0,"isFuture":false}}')
+            names.setdefault(path, []).append(text_of[r])
+        dirs = ",".join(f'{{"logDir":{dumps_str(p)},"error":null,"partitions":[{",".join(e)}]}}'
+                        for p, e in names.items())
+        brokers.append(f'{{"broker":{b},"logDirs":[{dirs}]}}')
+    return (
+        "Querying brokers for log directories information\n"
+        f"Received log directory information from brokers {','.join(map(str, ids.tolist()))}\n"
         '{"version":1,"brokers":[' + ",".join(brokers) + "]}\n"
     )
 

@@ -20,14 +20,37 @@ from .jsontext import parse_json
 
 
 @dataclass
+class Placements:
+    """Where the output says each replica lives: its broker and log directory (JBOD), document order.
+
+    Directories are (broker, path) pairs, in document order (``dir_broker``, ``dir_path``). ``topic`` /
+    ``partition`` / ``broker`` / ``dir`` / ``size`` describe every current (non-future) replica. A future replica
+    (``isFuture``: the copy of an intra-broker move in flight) is listed apart (``future_*``), so a replica is never
+    counted twice."""
+
+    dir_broker: np.ndarray  # int64 [D]
+    dir_path: list[str]  # [D]
+    topic: list[str]  # [E]
+    partition: np.ndarray  # int64 [E]
+    broker: np.ndarray  # int64 [E]
+    dir: np.ndarray  # int64 [E], index into dir_*
+    size: np.ndarray  # int64 [E]
+    future_topic: list[str]
+    future_partition: np.ndarray  # int64
+    future_dir: np.ndarray  # int64, index into dir_*
+
+
+@dataclass
 class LogDirs:
-    """Sizes keyed by (topic, partition) (largest replica), log dirs per broker, and warnings."""
+    """Sizes keyed by (topic, partition) (largest replica), log dirs per broker, where each replica lives, and
+    warnings."""
 
     source: str
     sizes: dict[tuple[str, int], int]
     dirs: dict[int, list[str]]
     replica_sizes: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    placements: Placements | None = None
 
 
 def read_logdirs(text: str, source: str) -> LogDirs:
@@ -43,15 +66,34 @@ def read_logdirs(text: str, source: str) -> LogDirs:
         gathered = _gather(brokers)
         if gathered is None:
             _raise_first_error(brokers, source)
-        dirs, names, sizes = gathered
+        dirs, names, sizes, where = gathered
         # "topic-N" splits at the last dash
         topics = [n.rpartition("-")[0] for n in names]
         nums = [n.rpartition("-")[2] for n in names]
         if "" in topics or not all(map(_ascii_digits, nums)):  # the topic is "" too when there is no dash
             _raise_first_error(brokers, source)
-        sizes_by_key, warnings, replica_sizes = _summarize(topics, list(map(int, nums)), sizes, source)
+        numbers = list(map(int, nums))
+        sizes_by_key, warnings, replica_sizes = _summarize(topics, numbers, sizes, source)
+        placements = _placements(where, topics, numbers, sizes)
     dirs = {b: sorted(set(dirs[b])) for b in sorted(dirs)}
-    return LogDirs(source=source, sizes=sizes_by_key, dirs=dirs, replica_sizes=replica_sizes, warnings=warnings)
+    return LogDirs(source=source, sizes=sizes_by_key, dirs=dirs, replica_sizes=replica_sizes, warnings=warnings,
+                   placements=placements)
+
+
+def _placements(where: tuple, topics: list[str], numbers: list[int], sizes: list[int]) -> Placements:
+    """The ``Placements`` of the entries ``_gather`` collected (``where``: its directory table, each current
+    entry's directory, and the future entries' names and directories)."""
+    dir_broker, dir_path, entry_dir, future_names, future_dir = where
+    fut = [n.rpartition("-") for n in future_names]
+    ok = [bool(t) and bool(d) and _ascii_digits(p) for t, d, p in fut]  # a malformed future entry is ignored
+    return Placements(
+        dir_broker=np.asarray(dir_broker, dtype=np.int64), dir_path=list(dir_path), topic=topics,
+        partition=_int_array(numbers), broker=np.asarray(dir_broker, dtype=np.int64)[entry_dir] if len(entry_dir)
+        else np.zeros(0, dtype=np.int64), dir=entry_dir, size=_int_array(sizes),
+        future_topic=[t for (t, _, _), k in zip(fut, ok) if k],
+        future_partition=_int_array([int(p) for (_, _, p), k in zip(fut, ok) if k]),
+        future_dir=np.asarray(future_dir, dtype=np.int64)[np.asarray(ok, dtype=bool)] if len(future_dir)
+        else np.zeros(0, dtype=np.int64))
 
 
 def _json_start(text: str, source: str) -> tuple[int, int]:
@@ -72,14 +114,18 @@ def _json_start(text: str, source: str) -> tuple[int, int]:
     raise InputError(source, "", "no JSON line found (expected kafka-log-dirs --describe output)")
 
 
-def _gather(brokers: list) -> tuple[dict[int, list[str]], list[str], list[int]] | None:
-    """Log dirs per broker, and the name and size of every non-future replica in document order.
+def _gather(brokers: list) -> tuple[dict[int, list[str]], list[str], list[int], tuple] | None:
+    """Log dirs per broker, the name and size of every non-future replica in document order, and where they are
+    (the directory table and each entry's directory; the future entries' names and directories).
 
     None when anything is malformed; ``_raise_first_error`` then says what (the partition name's
     "topic-N" form is checked by the caller).
     """
     dirs: dict[int, list[str]] = {}
     entries: list = []
+    dir_broker: list[int] = []
+    dir_path: list[str] = []
+    counts: list[int] = []
     for b in brokers:
         if not isinstance(b, dict) or type(b.get("broker")) is not int:
             return None
@@ -95,17 +141,28 @@ def _gather(brokers: list) -> tuple[dict[int, list[str]], list[str], list[int]] 
                 return None
             paths.append(d["logDir"])
             entries.extend(parts)
+            dir_broker.append(b["broker"])
+            dir_path.append(d["logDir"])
+            counts.append(len(parts))
     if not all(issubclass(t, dict) for t in set(map(type, entries))):
         return None
+    entry_dir = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     future = list(map(dict.get, entries, repeat("isFuture")))
+    future_names: list = []
+    future_dir = np.zeros(0, dtype=np.int64)
     if True in future:  # `in` compares with ==, so filter with the exact `is True` test
+        is_future = np.fromiter((f is True for f in future), dtype=bool, count=len(future))
+        future_names = [p.get("partition") for p, f in zip(entries, is_future.tolist()) if f]
+        keep = [i for i, f in enumerate(future_names) if type(f) is str]
+        future_names, future_dir = [future_names[i] for i in keep], entry_dir[is_future][keep]
         entries = [p for p, f in zip(entries, future) if f is not True]
+        entry_dir = entry_dir[~is_future]
     names = list(map(dict.get, entries, repeat("partition")))
     sizes = list(map(dict.get, entries, repeat("size")))
     if not set(map(type, names)) <= {str} or not set(map(type, sizes)) <= {int} or \
             (sizes and (min(sizes) < 0 or max(sizes) > _MAX_SIZE)):
         return None
-    return dirs, names, sizes
+    return dirs, names, sizes, (dir_broker, dir_path, entry_dir, future_names, future_dir)
 
 
 def _raise_first_error(brokers: list, source: str) -> NoReturn:

@@ -1,0 +1,156 @@
+"""Log directories (JBOD): where each replica lives on its broker, and where an arriving replica goes.
+
+A broker with several disks (JBOD) keeps each replica in one log directory; the reassignment JSON's ``log_dirs``
+chooses it. ``ReplicaDirs`` holds a cluster's directories — (broker id, path) pairs, with a capacity when known —
+and the directory and size of every replica, keyed by (partition row, broker id), so it is independent of the
+order of a partition's replica list (reordering a list moves no data). Rows are a ``ClusterState``'s canonical
+partition rows; every state derived from it by ``with_replicas`` / ``with_brokers`` keeps them.
+
+``place_arrivals`` gives every replica of a plan a directory: a replica that stays on its broker keeps its
+directory; the replicas arriving on a broker are placed largest first, each in the directory with the fewest
+bytes at that point (what stays, plus what was placed before it), skipping directories it would take above
+their capacity when another can hold it; ties go to the first path in sorted order. Deterministic, and within a
+broker the directories end no further apart than the largest arriving replica when they start even (the classic
+largest-first list scheduling).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_ROW_SHIFT = np.int64(2**31)
+
+
+@dataclass(frozen=True, eq=False)
+class ReplicaDirs:
+    """A cluster's log directories and where each replica lives.
+
+    Directories are sorted by (broker id, path); replicas are sorted by key = row * 2^31 + broker id."""
+
+    dir_broker: np.ndarray  # int64 [D] broker id
+    dir_path: tuple[str, ...]  # [D]
+    capacity: np.ndarray  # int64 [D] bytes, -1 unknown
+    key: np.ndarray  # int64 [R] sorted: row * 2^31 + broker id
+    dir: np.ndarray  # int64 [R] index into the directories
+    size: np.ndarray  # int64 [R] the replica's bytes (-1 unknown)
+    future_key: np.ndarray  # int64 [F]: intra-broker moves in flight (kafka-log-dirs isFuture)
+    future_dir: np.ndarray  # int64 [F]
+
+    @property
+    def num_dirs(self) -> int:
+        return len(self.dir_broker)
+
+    def dirs_of(self, broker_id: int) -> np.ndarray:
+        """The directory indices of one broker (sorted by path)."""
+        lo, hi = np.searchsorted(self.dir_broker, [broker_id, broker_id + 1])
+        return np.arange(lo, hi)
+
+    @property
+    def jbod(self) -> bool:
+        """Some broker has more than one directory: the directory of a replica is a choice."""
+        return bool(len(self.dir_broker)) and bool((np.bincount(_dense(self.dir_broker)) > 1).any())
+
+    def lookup(self, rows: np.ndarray, broker_ids: np.ndarray) -> np.ndarray:
+        """int64: the directory of each (row, broker id) replica, -1 where not known."""
+        return _find(self.key, self.dir, keys_of(rows, broker_ids))
+
+    def dir_bytes(self) -> np.ndarray:
+        """int64 [D]: the bytes of the replicas in each directory (unknown sizes count 0)."""
+        return np.bincount(self.dir, weights=np.maximum(self.size, 0), minlength=self.num_dirs).astype(np.int64)
+
+
+def keys_of(rows: np.ndarray, broker_ids: np.ndarray) -> np.ndarray:
+    """The replica key of (row, broker id) pairs."""
+    return np.asarray(rows, dtype=np.int64) * _ROW_SHIFT + np.asarray(broker_ids, dtype=np.int64)
+
+
+def _dense(values: np.ndarray) -> np.ndarray:
+    return np.unique(values, return_inverse=True)[1]
+
+
+def _find(sorted_keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """values at the positions of ``query`` in ``sorted_keys`` (-1 where absent)."""
+    out = np.full(len(query), -1, dtype=np.int64)
+    if not len(sorted_keys) or not len(query):
+        return out
+    pos = np.minimum(np.searchsorted(sorted_keys, query), len(sorted_keys) - 1)
+    hit = sorted_keys[pos] == query
+    out[hit] = values[pos[hit]]
+    return out
+
+
+def build_dirs(dir_broker: np.ndarray, dir_path: list[str], replica_rows: np.ndarray, replica_broker: np.ndarray,
+               replica_dir: np.ndarray, replica_size: np.ndarray, future_rows: np.ndarray | None = None,
+               future_broker: np.ndarray | None = None, future_dir: np.ndarray | None = None,
+               capacity: np.ndarray | None = None) -> ReplicaDirs:
+    """A ``ReplicaDirs`` from directories in any order (duplicates merged) and replicas given by row, broker id and
+    an index into the given directories. A replica listed twice keeps its first directory."""
+    dir_broker = np.asarray(dir_broker, dtype=np.int64)
+    paths = np.asarray(list(dir_path), dtype=object)
+    cap = np.full(len(dir_broker), -1, dtype=np.int64) if capacity is None else np.asarray(capacity, np.int64)
+    order = np.lexsort((paths.astype(str), dir_broker)) if len(dir_broker) else np.zeros(0, dtype=np.int64)
+    b_sorted, p_sorted = dir_broker[order], paths[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (b_sorted[1:] != b_sorted[:-1]) | (p_sorted[1:] != p_sorted[:-1])
+    new_index = np.cumsum(first) - 1  # position in the merged table of each sorted input directory
+    remap = np.empty(len(order), dtype=np.int64)
+    remap[order] = new_index
+    keep_cap = np.full(int(first.sum()), -1, dtype=np.int64)
+    np.maximum.at(keep_cap, new_index, cap[order])
+
+    def placed(rows, brokers, dirs):
+        k = keys_of(rows, brokers)
+        o = np.argsort(k, kind="stable")
+        k, d = k[o], remap[np.asarray(dirs, dtype=np.int64)[o]]
+        uniq = np.ones(len(k), dtype=bool)
+        uniq[1:] = k[1:] != k[:-1]
+        return k[uniq], d[uniq], o[uniq]
+
+    key, d, o = placed(replica_rows, replica_broker, replica_dir)
+    size = np.asarray(replica_size, dtype=np.int64)[o]
+    if future_rows is not None and len(future_rows):
+        fk, fd, _ = placed(future_rows, future_broker, future_dir)
+    else:
+        fk, fd = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return ReplicaDirs(dir_broker=b_sorted[first], dir_path=tuple(str(p) for p in p_sorted[first]),
+                       capacity=keep_cap, key=key, dir=d, size=size, future_key=fk, future_dir=fd)
+
+
+def replica_keys(state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every replica of ``state``: (keys, rows, broker ids), in row-major order."""
+    rows, cols = np.nonzero(state.replicas >= 0)
+    ids = state.replicas[rows, cols].astype(np.int64)
+    return keys_of(rows, ids), rows, ids
+
+
+def dirs_for_state(state, placements) -> tuple[ReplicaDirs | None, int]:
+    """The ``ReplicaDirs`` of ``state`` from a kafka-log-dirs output's ``Placements``: entries matched to the
+    state's rows by (topic, partition) and kept where the assignment has that replica on that broker. Returns
+    (dirs, entries not matched). None when the output names no directory."""
+    if placements is None or not len(placements.dir_broker):
+        return None, 0
+    rows = _rows_of(state, placements.topic, placements.partition)
+    frows = _rows_of(state, placements.future_topic, placements.future_partition)
+    have = np.sort(replica_keys(state)[0])
+    k = keys_of(np.maximum(rows, 0), placements.broker)
+    ok = (rows >= 0) & (_find(have, have, k) >= 0)
+    fk = keys_of(np.maximum(frows, 0), placements.dir_broker[placements.future_dir]) if len(frows) else frows
+    fok = (frows >= 0) & (_find(have, have, fk) >= 0) if len(frows) else np.zeros(0, dtype=bool)
+    out = build_dirs(placements.dir_broker, placements.dir_path, rows[ok], placements.broker[ok],
+                     placements.dir[ok], placements.size[ok], frows[fok],
+                     placements.dir_broker[placements.future_dir][fok], placements.future_dir[fok])
+    return out, int((~ok).sum())
+
+
+def _rows_of(state, topics: list[str], partitions: np.ndarray) -> np.ndarray:
+    """The state row of each (topic name, partition) pair, -1 where the state has none."""
+    if not len(topics):
+        return np.zeros(0, dtype=np.int64)
+    index = {t: i for i, t in enumerate(state.topics)}
+    tid = np.fromiter((index.get(t, -1) for t in topics), dtype=np.int64, count=len(topics))
+    part = np.asarray(partitions, dtype=np.int64)
+    span = int(max(int(state.partition.max(initial=0)), int(part.max(initial=0)))) + 1
+    state_key = state.topic.astype(np.int64) * span + state.partition.astype(np.int64)  # sorted: canonical rows
+    query = np.where((tid >= 0) & (part >= 0), tid * span + part, -1)
+    return _find(state_key, np.arange(len(state_key), dtype=np.int64), query)

@@ -1,0 +1,115 @@
+"""Log directories (JBOD, issue 19): read from ``kafka-log-dirs``, kept per replica, generated.
+
+The oracles here walk the kafka-log-dirs JSON in plain Python (no flowbalance code): every (broker, directory)'s
+bytes, each replica's directory, and future replicas (``isFuture``: an intra-broker move in flight) listed apart
+and never counted twice.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from flowbalance.dirs import dirs_for_state, replica_keys
+from flowbalance.formats.dumps import logdirs_text
+from flowbalance.formats.logdirs import read_logdirs
+from flowbalance.generate import generate_cluster
+from flowbalance.load import load_cluster
+from flowbalance.model import Brokers, ClusterState
+
+
+def _plain(text: str) -> tuple[dict, dict, dict]:
+    """From the output's JSON line: bytes per (broker, dir) of current replicas, the dir of each current
+    (topic, partition, broker), and the dir of each future one."""
+    doc = json.loads(text.splitlines()[-1])
+    used, where, future = defaultdict(int), {}, {}
+    for b in doc["brokers"]:
+        for d in b["logDirs"]:
+            used[b["broker"], d["logDir"]] += 0
+            for p in d["partitions"]:
+                topic, _, num = p["partition"].rpartition("-")
+                if p.get("isFuture") is True:
+                    future[topic, int(num), b["broker"]] = d["logDir"]
+                    continue
+                used[b["broker"], d["logDir"]] += p["size"]
+                where[topic, int(num), b["broker"]] = d["logDir"]
+    return dict(used), where, future
+
+
+def _dirs_as_plain(state: ClusterState) -> tuple[dict, dict]:
+    d = state.dirs
+    used = {(int(b), p): int(x) for b, p, x in zip(d.dir_broker, d.dir_path, d.dir_bytes())}
+    keys, rows, ids = replica_keys(state)
+    at = d.lookup(rows, ids)
+    where = {(state.topics[state.topic[r]], int(state.partition[r]), int(b)): d.dir_path[w]
+             for r, b, w in zip(rows.tolist(), ids.tolist(), at.tolist()) if w >= 0}
+    return used, where
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_generated_dirs_round_trip_through_kafka_log_dirs(seed, tmp_path):
+    rng = np.random.default_rng(seed)
+    st = generate_cluster(brokers=int(rng.integers(2, 7)), topics=int(rng.integers(1, 5)), partitions=(1, 6),
+                          rf=2, sizes=True, log_dirs=int(rng.integers(2, 5)), seed=seed)
+    text = logdirs_text(st)
+    used, where, future = _plain(text)
+    assert not future and _dirs_as_plain(st) == (used, where)
+    (tmp_path / "a.json").write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": p.topic, "partition": p.partition, "replicas": list(p.replicas)} for p in st.partitions()]}))
+    (tmp_path / "logdirs.txt").write_text(text)
+    loaded = load_cluster(tmp_path / "a.json", sizes=tmp_path / "logdirs.txt").state
+    assert _dirs_as_plain(loaded) == (used, where)
+
+
+def _logdirs(brokers: dict) -> str:
+    """kafka-log-dirs output for {broker: {dir: [(name, size, future)]}}."""
+    doc = {"version": 1, "brokers": [
+        {"broker": b, "logDirs": [{"logDir": d, "error": None, "partitions": [
+            {"partition": n, "size": z, "offsetLag": 0, "isFuture": f} for n, z, f in parts]}
+            for d, parts in dirs.items()]} for b, dirs in brokers.items()]}
+    return "Querying brokers for log directories information\nReceived log directory information from brokers " \
+           f"{','.join(map(str, brokers))}\n{json.dumps(doc)}\n"
+
+
+def test_several_dirs_per_broker_and_a_future_replica_not_counted_twice():
+    text = _logdirs({
+        1: {"/d1": [("a-0", 100, False), ("b-0", 7, False)], "/d2": [("a-1", 50, False), ("a-0", 60, True)]},
+        2: {"/d1": [("a-0", 100, False), ("a-1", 50, False)], "/d2": [], "/d3": [("b-0", 7, False)]},
+    })
+    ld = read_logdirs(text, "logdirs.txt")
+    st = ClusterState.build(Brokers.build([1, 2]), ["a", "a", "b"], [0, 1, 0], np.array([[1, 2], [2, 1], [2, 1]]))
+    dirs, stray = dirs_for_state(st, ld.placements)
+    assert stray == 0 and dirs.jbod
+    used, where, future = _plain(text)
+    st = st.with_replicas(st.replicas)
+    from dataclasses import replace
+
+    st = replace(st, dirs=dirs)
+    assert _dirs_as_plain(st) == (used, where)
+    assert used[1, "/d1"] == 107 and used[1, "/d2"] == 50  # a-0's future copy on /d2 is not counted
+    assert future == {("a", 0, 1): "/d2"}
+    fut = [(int(k // 2**31), int(k % 2**31), dirs.dir_path[d]) for k, d in zip(dirs.future_key, dirs.future_dir)]
+    assert fut == [(st.find("a", 0), 1, "/d2")]
+    assert ld.sizes[("a", 0)] == 100  # sizes (the largest current replica) are as before
+
+
+def test_one_dir_per_broker_is_not_jbod_and_changes_nothing(tmp_path):
+    st = generate_cluster(brokers=3, topics=2, partitions=3, rf=2, sizes=True, seed=1)
+    assert st.dirs is None
+    (tmp_path / "a.json").write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": p.topic, "partition": p.partition, "replicas": list(p.replicas)} for p in st.partitions()]}))
+    (tmp_path / "logdirs.txt").write_text(logdirs_text(st))
+    assert load_cluster(tmp_path / "a.json", sizes=tmp_path / "logdirs.txt").state.dirs is None
+
+
+def test_generate_log_dirs_flag(tmp_path, run_cli):
+    code, out, err = run_cli("generate", "--brokers", "4", "--topics", "2", "--partitions", "4", "--sizes",
+                             "--log-dirs", "3", "-o", tmp_path / "g")
+    assert code == 0, err
+    used, _, _ = _plain((tmp_path / "g" / "logdirs.txt").read_text())
+    assert sorted({d for _, d in used}) == [f"/var/lib/kafka/data-{i}" for i in range(3)]
+    assert len(used) == 12
+    code, _, err = run_cli("generate", "--brokers", "4", "--log-dirs", "2", "-o", tmp_path / "h")
+    assert code == 2 and "--log-dirs" in err and "--sizes" in err
