@@ -57,7 +57,9 @@ class ReplicaDirs:
 
     def dir_bytes(self) -> np.ndarray:
         """int64 [D]: the bytes of the replicas in each directory (unknown sizes count 0)."""
-        return np.bincount(self.dir, weights=np.maximum(self.size, 0), minlength=self.num_dirs).astype(np.int64)
+        known = self.dir >= 0  # a replica on a broker of unknown directories is in none
+        return np.bincount(self.dir[known], weights=np.maximum(self.size[known], 0),
+                           minlength=self.num_dirs).astype(np.int64)
 
 
 def keys_of(rows: np.ndarray, broker_ids: np.ndarray) -> np.ndarray:
@@ -154,3 +156,52 @@ def _rows_of(state, topics: list[str], partitions: np.ndarray) -> np.ndarray:
     state_key = state.topic.astype(np.int64) * span + state.partition.astype(np.int64)  # sorted: canonical rows
     query = np.where((tid >= 0) & (part >= 0), tid * span + part, -1)
     return _find(state_key, np.arange(len(state_key), dtype=np.int64), query)
+
+
+def place_arrivals(dirs: ReplicaDirs, after) -> ReplicaDirs:
+    """Every replica of ``after`` in a directory (see the module docstring): staying replicas where ``dirs`` has
+    them, arriving ones largest first into the least-used directory of their broker that can hold them. Replicas
+    on brokers of unknown directories (a new broker) have none (-1: the plan file says "any")."""
+    keys, rows, ids = replica_keys(after)
+    order = np.argsort(keys, kind="stable")
+    keys, rows, ids = keys[order], rows[order], ids[order]
+    pos = np.minimum(np.searchsorted(dirs.key, keys), max(len(dirs.key) - 1, 0))
+    stay = (dirs.key[pos] == keys) if len(dirs.key) else np.zeros(len(keys), dtype=bool)
+    where = np.where(stay, dirs.dir[pos] if len(dirs.key) else -1, -1)
+    size = np.where(stay, dirs.size[pos] if len(dirs.key) else -1, np.asarray(after.size)[rows]).astype(np.int64)
+    load = np.bincount(where[stay], weights=np.maximum(size[stay], 0), minlength=dirs.num_dirs).astype(np.int64)
+    lo = np.searchsorted(dirs.dir_broker, ids)
+    hi = np.searchsorted(dirs.dir_broker, ids, side="right")
+    todo = np.flatnonzero(~stay & (hi > lo))
+    todo = todo[np.lexsort((rows[todo], -np.maximum(size[todo], 0), ids[todo]))]  # broker, largest first, row
+    cap = dirs.capacity
+    for i, a, b, z in zip(todo.tolist(), lo[todo].tolist(), hi[todo].tolist(), np.maximum(size[todo], 0).tolist()):
+        choice = _least_used(load, cap, a, b, z)
+        where[i] = choice
+        load[choice] += z
+    return ReplicaDirs(dir_broker=dirs.dir_broker, dir_path=dirs.dir_path, capacity=dirs.capacity, key=keys,
+                       dir=where.astype(np.int64), size=size, future_key=dirs.future_key,
+                       future_dir=dirs.future_dir)
+
+
+def _least_used(load: np.ndarray, cap: np.ndarray, a: int, b: int, size: int) -> int:
+    """Of directories a..b-1, the least used one that stays within its capacity with ``size`` more bytes (the
+    least used of all when none does); ties to the first."""
+    span = load[a:b]
+    fits = (cap[a:b] < 0) | (span + size <= cap[a:b])
+    pool = np.where(fits, span, np.iinfo(np.int64).max) if fits.any() else span
+    return a + int(np.argmin(pool))
+
+
+def misplaced(state) -> np.ndarray:
+    """Rows with a replica whose directory (when known) is not one of its broker's: a plan that fails this is a
+    bug (``verify``)."""
+    d = state.dirs
+    if d is None:
+        return np.zeros(0, dtype=np.int64)
+    keys, rows, ids = replica_keys(state)
+    at = d.lookup(rows, ids)
+    known = at >= 0
+    bad = known.copy()
+    bad[known] = d.dir_broker[at[known]] != ids[known]
+    return np.unique(rows[bad])

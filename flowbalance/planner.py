@@ -7,7 +7,7 @@ run the stage chain, verify, certify.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields as dataclass_fields
+from dataclasses import dataclass, fields as dataclass_fields, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -17,6 +17,7 @@ from .chain.demote_step import demote_chain
 from .chain.base import Context, Progress, run_chain
 from .chain.precheck import improves, meets_every_target, must_change
 from .chain.steps import flow_chain, template_chain
+from .dirs import misplaced, place_arrivals
 from .errors import RequestError
 from .formats.writers import election_json, reassignment_json
 from .metrics import (Changes, StateMetrics, above_capacity, compare, disk_max_over_mean_of, disk_use, disk_within,
@@ -89,6 +90,7 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     if not prechecked:
         run_chain(ctx, chain, say, 2, of)
     after, ma, skipped = _proposal(ctx, prechecked)
+    after = _with_dirs(r.before, after)
     say(of, of, "verifying")
     t = time.perf_counter()
     _verify(r, after, skipped)
@@ -100,6 +102,14 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     return Plan(before=r.before, after=after, target_rf=r.target_rf, movable=r.movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(ctx.ran),
                 seconds=ctx.seconds, skipped=skipped, request=request, prechecked=prechecked)
+
+
+def _with_dirs(before: ClusterState, after: ClusterState) -> ClusterState:
+    """``after`` with every replica in a log directory when the brokers' directories are known (JBOD): staying
+    replicas keep theirs, arriving ones go where their broker's directories stay most even (``dirs``)."""
+    if before.dirs is None:
+        return after
+    return replace(after, dirs=place_arrivals(before.dirs, after))
 
 
 def _moves_bound(r: Resolved, uncapped: int) -> int:
@@ -164,6 +174,9 @@ def _reorder_only(ctx: Context) -> tuple[ClusterState, StateMetrics | None, bool
 
 def _verify(r: Resolved, after: ClusterState, skipped: bool) -> None:
     verify_plan(r.before, after, r.target_rf, r.movable)
+    bad = misplaced(after)
+    if len(bad):
+        raise PlanVerificationError(f"{len(bad)} partitions have a replica in a log directory of another broker")
     if r.request.demote:
         b = r.before.brokers
         demoted = np.zeros(len(b), dtype=bool)

@@ -113,3 +113,78 @@ def test_generate_log_dirs_flag(tmp_path, run_cli):
     assert len(used) == 12
     code, _, err = run_cli("generate", "--brokers", "4", "--log-dirs", "2", "-o", tmp_path / "h")
     assert code == 2 and "--log-dirs" in err and "--sizes" in err
+
+
+# ---- the directory of every replica of a plan ---------------------------------------------------------------
+
+
+def _rule(before_where: dict, before_used_sizes: dict, dirs_of: dict, cap: dict, after_rows: list, size: dict) -> dict:
+    """The documented placement, stated in plain Python: (topic, partition, broker) -> directory.
+
+    ``before_where``: the current directory of each replica; ``before_used_sizes``: its bytes; ``dirs_of``: broker
+    -> sorted paths; ``cap``: (broker, path) -> capacity or None; ``after_rows``: [(topic, partition, brokers)]."""
+    load = {(b, p): 0 for b, ps in dirs_of.items() for p in ps}
+    out, arriving = {}, []
+    for t, n, brokers in after_rows:
+        for b in brokers:
+            if (t, n, b) in before_where:
+                out[t, n, b] = before_where[t, n, b]
+                load[b, before_where[t, n, b]] += before_used_sizes[t, n, b]
+            elif b in dirs_of:
+                arriving.append((b, -size[t, n], t, n))
+    for b, neg, t, n in sorted(arriving):  # broker, largest first, then (topic, partition): the row order
+        z = -neg
+        fits = [p for p in dirs_of[b] if cap[b, p] is None or load[b, p] + z <= cap[b, p]]
+        pick = min(fits or dirs_of[b], key=lambda p: (load[b, p], dirs_of[b].index(p)))
+        out[t, n, b] = pick
+        load[b, pick] += z
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_replica_of_a_plan_gets_the_documented_directory(seed, tmp_path):
+    import flowbalance as fb
+    from flowbalance.formats.reassignment import read_reassignment_json
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 7))
+    st = generate_cluster(brokers=n, topics=int(rng.integers(1, 4)), partitions=(2, 8), rf=2, sizes=True,
+                          log_dirs=int(rng.integers(2, 4)), skew=float(rng.random()), seed=seed)
+    req = fb.PlanRequest(remove=(int(rng.integers(0, n)),)) if seed % 2 else fb.PlanRequest(add=(n,))
+    p = fb.plan(st, req)
+    _, where, _ = _plain(logdirs_text(st))
+    used = {k: int(st.size[st.find(k[0], k[1])]) for k in where}
+    d = st.dirs
+    dirs_of = {int(b): sorted(d.dir_path[i] for i in d.dirs_of(int(b)).tolist()) for b in set(d.dir_broker.tolist())}
+    cap = {(b, q): None for b, ps in dirs_of.items() for q in ps}
+    rows = [(q.topic, q.partition, list(q.replicas)) for q in p.after.partitions()]
+    size = {(q.topic, q.partition): max(int(st.size[st.find(q.topic, q.partition)]), 0) for q in p.after.partitions()}
+    want = _rule(where, used, dirs_of, cap, rows, size)
+    got = _dirs_as_plain(p.after)[1]
+    assert got == want
+    # the plan file names them (a new broker's directories are not known: "any"), the rollback the current ones
+    text = fb.plan_files(p).plan
+    raw = json.loads(text)["partitions"]
+    for e in raw:
+        for b, path in zip(e["replicas"], e["log_dirs"]):
+            assert path == want.get((e["topic"], e["partition"], b), "any")
+    for e in json.loads(fb.plan_files(p).rollback)["partitions"]:
+        assert [where[e["topic"], e["partition"], b] for b in e["replicas"]] == e["log_dirs"]
+    read_reassignment_json(text, "plan.json")  # Kafka's format, as the readers check it
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_arrivals_keep_even_directories_within_the_largest_replica(seed):
+    """Largest first into the least used directory: directories that start even end at most one arriving
+    replica apart (list scheduling's bound), on random arrivals."""
+    from flowbalance.dirs import build_dirs, place_arrivals
+
+    rng = np.random.default_rng(seed)
+    k, m = int(rng.integers(2, 5)), int(rng.integers(1, 12))
+    st = ClusterState.build(Brokers.build([0, 1]), ["t"] * m, range(m), np.zeros((m, 1), dtype=np.int64),
+                            size=rng.integers(1, 10**6, size=m))
+    dirs = build_dirs(np.zeros(k, dtype=np.int64), [f"/d{i}" for i in range(k)], np.zeros(0, np.int64),
+                      np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    placed = place_arrivals(dirs, st)
+    load = placed.dir_bytes()
+    assert load.sum() == st.size.sum() and load.max() - load.min() <= st.size.max()
