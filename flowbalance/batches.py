@@ -41,6 +41,7 @@ import numpy as np
 
 from .batch_rounds import RoundBound, fewest_rounds, first_fit, lower_bound
 from .errors import InputError, PlanningError
+from .dirs import subset
 from .model import PAD, ClusterState, trim_padding
 from .planfile import pad_to
 
@@ -107,9 +108,9 @@ class Batches:
         return _rows_state(self.final, b.rows, b.replicas)
 
     def rollback_state(self) -> ClusterState:
-        """The changed partitions with their current lists (the rollback file)."""
+        """The changed partitions with their current lists (the rollback file), in their current directories."""
         rows = self.changed_rows
-        return _rows_state(self.final, rows, self.current.replicas[rows])
+        return replace(_rows_state(self.final, rows, self.current.replicas[rows]), dirs=subset(self.current.dirs, rows))
 
     def apply(self, replicas: np.ndarray, i: int) -> np.ndarray:
         """``replicas`` (a full matrix, rows of the state) with batch ``i`` applied; a new, possibly wider matrix."""
@@ -139,7 +140,7 @@ def _rows_state(final: ClusterState, rows: np.ndarray, reps: np.ndarray) -> Clus
     if mat.ndim != 2 or mat.shape[1] == 0:
         mat = np.full((len(rows), 1), PAD, dtype=np.int32)
     return replace(final, topic=final.topic[rows], partition=final.partition[rows], replicas=trim_padding(mat),
-                   size=final.size[rows])
+                   size=final.size[rows], dirs=subset(final.dirs, rows))
 
 
 # ---- options ----------------------------------------------------------------------------------------------

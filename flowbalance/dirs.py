@@ -205,3 +205,48 @@ def misplaced(state) -> np.ndarray:
     bad = known.copy()
     bad[known] = d.dir_broker[at[known]] != ids[known]
     return np.unique(rows[bad])
+
+
+def overlay(base: ReplicaDirs | None, rows: np.ndarray, broker_ids: np.ndarray, paths: list[str],
+            sizes: np.ndarray) -> ReplicaDirs:
+    """``base`` (may be None) with the given replicas placed in the given paths (they win over ``base``'s), their
+    directories added to the table: e.g. a plan file's ``log_dirs`` over the current directories."""
+    rows = np.asarray(rows, dtype=np.int64)
+    ids = np.asarray(broker_ids, dtype=np.int64)
+    if base is None:
+        base = build_dirs(np.zeros(0, np.int64), [], np.zeros(0, np.int64), np.zeros(0, np.int64),
+                          np.zeros(0, np.int64), np.zeros(0, np.int64))
+    new_pairs = list(zip(ids.tolist(), paths))
+    dir_broker = np.concatenate([base.dir_broker, ids])
+    dir_path = list(base.dir_path) + list(paths)
+    capacity = np.concatenate([base.capacity, np.full(len(ids), -1, dtype=np.int64)])
+    b_rows, b_ids = np.divmod(base.key, _ROW_SHIFT)
+    given = keys_of(rows, ids)
+    keep = _find(np.sort(given), np.sort(given), base.key) < 0  # base entries the overlay does not replace
+    f_rows, f_ids = np.divmod(base.future_key, _ROW_SHIFT)
+    return build_dirs(dir_broker, dir_path,
+                      np.concatenate([rows, b_rows[keep]]), np.concatenate([ids, b_ids[keep]]),
+                      np.concatenate([base.num_dirs + np.arange(len(new_pairs)), base.dir[keep]]),
+                      np.concatenate([np.asarray(sizes, dtype=np.int64), base.size[keep]]),
+                      f_rows, f_ids, base.future_dir, capacity=capacity)
+
+
+def subset(dirs: ReplicaDirs | None, rows: np.ndarray) -> ReplicaDirs | None:
+    """``dirs`` for a state of the given rows only (row ``rows[i]`` becomes row i)."""
+    if dirs is None:
+        return None
+    rows = np.asarray(rows, dtype=np.int64)
+    r, b = np.divmod(dirs.key, _ROW_SHIFT)
+    order = np.argsort(rows, kind="stable")
+    at = _find(rows[order], order, r)
+    keep = at >= 0
+    new_key = keys_of(at[keep], b[keep])
+    o = np.argsort(new_key, kind="stable")
+    fr, fb = np.divmod(dirs.future_key, _ROW_SHIFT)
+    fat = _find(rows[order], order, fr)
+    fk = fat >= 0
+    fkey = keys_of(fat[fk], fb[fk])
+    fo = np.argsort(fkey, kind="stable")
+    return ReplicaDirs(dir_broker=dirs.dir_broker, dir_path=dirs.dir_path, capacity=dirs.capacity,
+                       key=new_key[o], dir=dirs.dir[keep][o], size=dirs.size[keep][o],
+                       future_key=fkey[fo], future_dir=dirs.future_dir[fk][fo])

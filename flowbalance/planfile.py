@@ -73,7 +73,8 @@ def plan_onto(raw: RawAssignment, current: ClusterState, *, current_source: str 
     used = np.unique(planned[planned != PAD])
     new = used[~np.isin(used, current.brokers.ids)] if len(used) else used
     brokers = current.brokers.with_added(new.tolist()) if len(new) else current.brokers
-    final = replace(current.with_replicas(reps), brokers=brokers, had_log_dirs=raw.had_log_dirs)
+    final = replace(current.with_replicas(reps), brokers=brokers, had_log_dirs=raw.had_log_dirs,
+                    dirs=_planned_dirs(raw, rows, current))
     rank = _rank_default(current)
     rank[rows] = raw.origin_pos
     return PlanFile(raw.source, final, rank, n, no_ops, tuple(int(b) for b in new))
@@ -88,3 +89,21 @@ def pad_to(mat: np.ndarray, width: int) -> np.ndarray:
     out = np.full((mat.shape[0], width), PAD, dtype=np.int32)
     out[:, : mat.shape[1]] = mat
     return out
+
+
+def _planned_dirs(raw: RawAssignment, rows: np.ndarray, current: ClusterState):
+    """The directories after the plan: the plan's ``log_dirs`` where they name one, over the current ones."""
+    if not raw.log_dir_names:
+        return current.dirs
+    from .dirs import overlay
+
+    r, b, paths = [], [], []
+    for i, names in raw.log_dir_names.items():
+        ids = raw.replicas[i][raw.replicas[i] != PAD].tolist()
+        for broker, path in zip(ids, names):
+            if path != "any":
+                r.append(int(rows[i]))
+                b.append(int(broker))
+                paths.append(path)
+    rows_arr = np.asarray(r, dtype=np.int64)
+    return overlay(current.dirs, rows_arr, np.asarray(b, dtype=np.int64), paths, current.size[rows_arr])

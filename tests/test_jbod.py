@@ -188,3 +188,41 @@ def test_arrivals_keep_even_directories_within_the_largest_replica(seed):
     placed = place_arrivals(dirs, st)
     load = placed.dir_bytes()
     assert load.sum() == st.size.sum() and load.max() - load.min() <= st.size.max()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_batches_carry_each_replicas_directory(seed, tmp_path, run_cli):
+    """Batch files name the plan's directory for every replica the plan lists (the current one for a replica
+    still waiting to leave), the rollback the current directories."""
+    g = tmp_path / "g"
+    code, _, err = run_cli("generate", "--brokers", "6", "--topics", "3", "--partitions", "4-8", "--sizes",
+                           "--log-dirs", "3", "--skew", "0.8", "--seed", str(seed), "-o", g)
+    assert code == 0, err
+    inputs = [g / "assignment.json", "--brokers", g / "brokers.csv", "--sizes", g / "logdirs.txt"]
+    code, _, err = run_cli("plan", *inputs, "--remove", "2", "-o", tmp_path / "plan.json", "-q")
+    assert code == 0, err
+    code, _, err = run_cli("batches", tmp_path / "plan.json", "--current", *inputs, "-o", tmp_path / "b",
+                           "--max-moves-per-broker", "1", "--one-replica-per-partition", "-q")
+    assert code == 0, err
+    _, now, _ = _plain((g / "logdirs.txt").read_text())
+    planned = {(e["topic"], e["partition"], b): d for e in json.loads((tmp_path / "plan.json").read_text())
+               ["partitions"] for b, d in zip(e["replicas"], e["log_dirs"])}
+    batches = sorted((tmp_path / "b").glob("batch-*.json"))
+    assert len(batches) > 1
+    for f in batches:
+        for e in json.loads(f.read_text())["partitions"]:
+            for b, d in zip(e["replicas"], e["log_dirs"]):
+                key = (e["topic"], e["partition"], b)
+                assert d == planned.get(key, now.get(key)), (f.name, key)
+    for e in json.loads((tmp_path / "b" / "rollback.json").read_text())["partitions"]:
+        assert e["log_dirs"] == [now[e["topic"], e["partition"], b] for b in e["replicas"]]
+
+
+def test_a_relative_log_dir_in_a_plan_is_one_line(tmp_path, run_cli):
+    (tmp_path / "a.json").write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}')
+    (tmp_path / "p.json").write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,1],'
+                                     '"log_dirs":["data","any"]}]}')
+    code, _, err = run_cli("report", tmp_path / "a.json", "--plan", tmp_path / "p.json")
+    assert code == 2 and err.strip().splitlines() == [
+        f"flowbalance: error: {tmp_path / 'p.json'}: partitions[0].log_dirs: expected \"any\" or an absolute path "
+        "(got 'data')"]

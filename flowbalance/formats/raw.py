@@ -39,6 +39,7 @@ class RawAssignment:
     origin: str  # "json" (place = partitions[i]), "array" (a bare JSON list: place = [i]) or "line" (line n)
     origin_pos: np.ndarray  # int64 [P]: index in the JSON list, or 1-based line number
     status: PartitionStatus | None = None  # a describe's per-partition status (None for JSON inputs)
+    log_dir_names: dict[int, list[str]] | None = None  # input row -> its log_dirs, where one names a directory
 
     def place(self, i: int) -> str:
         pos = int(self.origin_pos[i])

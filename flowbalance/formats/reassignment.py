@@ -49,6 +49,7 @@ def reassignment_from_doc(doc: object, source: str, *, any_log_dirs_length: bool
     lengths = np.empty(n, dtype=np.int64)
     flat: list = []
     had_log_dirs = False
+    named: dict[int, list[str]] = {}  # rows whose log_dirs name a directory (not all "any")
     for i, e in enumerate(parts):
         at = f"{prefix}[{i}]"
         if type(e) is not dict:
@@ -83,6 +84,11 @@ def reassignment_from_doc(doc: object, source: str, *, any_log_dirs_length: bool
             if len(dirs) != len(reps) and not (any_log_dirs_length and all(d == "any" for d in dirs)):
                 raise InputError(source, f"{at}.log_dirs", f"has {len(dirs)} entries but replicas has {len(reps)}",
                                  dirs)
+            if any(d != "any" for d in dirs):
+                bad = next((d for d in dirs if d != "any" and not d.startswith("/")), None)
+                if bad is not None:
+                    raise InputError(source, f"{at}.log_dirs", "expected \"any\" or an absolute path", bad)
+                named[i] = dirs
     ids = _int_array(flat)
     if ids is None or (len(ids) and (int(ids.min()) < 0 or int(ids.max()) > _MAX_ID)):
         _raise_bad_id(parts, prefix, source)
@@ -94,6 +100,7 @@ def reassignment_from_doc(doc: object, source: str, *, any_log_dirs_length: bool
         had_log_dirs=had_log_dirs,
         origin=origin,
         origin_pos=np.arange(n, dtype=np.int64),
+        log_dir_names=named or None,
     )
     validate_raw(raw)
     return raw
