@@ -166,6 +166,8 @@ def render_check(data: dict, checks: dict[str, bool], con: Console) -> None:
     if data["bytes"] is not None:
         by = data["bytes"]
         t.add_row("bytes per broker", f"max/mean {by['max_over_mean']}, total {_bytes(by['total'])}", "")
+    if data.get("log_dirs"):
+        t.add_row("bytes per log directory", dirs_text(data["log_dirs"]), "")
     fo = data["failover"]
     t.add_row("failover, one broker down", f"worst spread {fo['worst_spread']} (when broker {safe_text(fo['worst_broker'])} fails)",
               _mark(checks.get("failover")))
@@ -187,6 +189,14 @@ def render_check(data: dict, checks: dict[str, bool], con: Console) -> None:
         con.print(f"[bold red]Not balanced[/bold red]: {', '.join(map(safe_text, failed))}")
     else:
         con.print("[bold green]Balanced[/bold green]: every check passes")
+
+
+def dirs_text(d: dict) -> str:
+    """The log directories in one line: the worst spread within a broker, and moves between them in flight."""
+    flight = f"; {d['future_replicas']} intra-broker moves in flight" if d["future_replicas"] else ""
+    ratio = f", max/mean {d['worst_max_over_mean']}" if d["worst_max_over_mean"] is not None else ""
+    return (f"worst spread {_bytes(d['worst_spread_bytes'])} within broker {safe_text(d['worst_broker'])}{ratio} "
+            f"({d['directories']} directories){flight}")
 
 
 def _arrow(pair) -> str:

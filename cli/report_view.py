@@ -10,7 +10,7 @@ from rich.table import Table
 
 from flowbalance.summary import format_bytes as _bytes
 
-from .render import failover_line, moves_line, safe_text, topics_line
+from .render import dirs_text, failover_line, moves_line, safe_text, topics_line
 
 MAX_ROWS = 40
 BAR = 16
@@ -134,6 +134,10 @@ def render_report(rep: dict, con: Console, *, summary: bool = True) -> None:
     line = ", ".join(f"{safe_text(k.replace('_', ' '))} {_ba(v, _bytes if k == 'bytes' else str, plan=plan)}"
                      for k, v in s.items() if v[0] is not None)
     con.print(f"[bold]Spreads[/bold] (max − min per broker): {line}")
+    dirs = rep.get("log_dirs") or [None, None]
+    if dirs[0] is not None:
+        after = f" → {dirs_text(dirs[1])}" if dirs[1] is not None and plan else ""
+        con.print(f"[bold]Log directories[/bold]: {dirs_text(dirs[0])}{after}")
     m = rep["moves"]
     if m is not None:
         con.print(moves_line(m))

@@ -250,3 +250,37 @@ def subset(dirs: ReplicaDirs | None, rows: np.ndarray) -> ReplicaDirs | None:
     return ReplicaDirs(dir_broker=dirs.dir_broker, dir_path=dirs.dir_path, capacity=dirs.capacity,
                        key=new_key[o], dir=dirs.dir[keep][o], size=dirs.size[keep][o],
                        future_key=fkey[fo], future_dir=dirs.future_dir[fk][fo])
+
+
+def dirs_summary(state) -> dict | None:
+    """Per-directory bytes and the spread within each broker, as JSON-ready data (``check`` and ``report``); None
+    when the cluster's log directories are not known (or each broker has one).
+
+    ``spread_bytes`` of a broker is its fullest directory's bytes less its emptiest one's; ``max_over_mean`` its
+    fullest over the mean of its directories. Only replicas the assignment has count (a future copy of an
+    intra-broker move in flight is counted in ``future_replicas``, not twice)."""
+    d = state.dirs
+    if d is None:
+        return None
+    keys, _, _ = replica_keys(state)  # only the replicas the state has (a plan read back keeps departed ones)
+    pos = np.minimum(np.searchsorted(d.key, keys), max(len(d.key) - 1, 0))
+    hit = d.key[pos] == keys if len(d.key) else np.zeros(len(keys), dtype=bool)
+    where, size = d.dir[pos[hit]], np.maximum(d.size[pos[hit]], 0)
+    where, size = where[where >= 0], size[where >= 0]
+    used = np.bincount(where, weights=size, minlength=d.num_dirs).astype(np.int64)
+    counts = np.bincount(where, minlength=d.num_dirs)
+    brokers = []
+    for b in np.unique(d.dir_broker).tolist():
+        mine = d.dirs_of(b)
+        u = used[mine]
+        mean = float(u.mean()) if len(u) else 0.0
+        brokers.append({"broker": int(b), "directories": int(len(mine)), "spread_bytes": int(u.max() - u.min()),
+                        "max_over_mean": round(float(u.max()) / mean, 4) if mean > 0 else None})
+    worst = max(brokers, key=lambda r: (r["spread_bytes"], -r["broker"]))
+    dirs = [{"broker": int(b), "path": p, "bytes": int(x), "replicas": int(n),
+             "capacity_bytes": int(c) if c >= 0 else None}
+            for b, p, x, n, c in zip(d.dir_broker.tolist(), d.dir_path, used.tolist(), counts.tolist(),
+                                     d.capacity.tolist())]
+    return {"directories": len(dirs), "worst_spread_bytes": worst["spread_bytes"], "worst_broker": worst["broker"],
+            "worst_max_over_mean": worst["max_over_mean"], "future_replicas": int(len(d.future_key)),
+            "per_broker": brokers, "per_directory": dirs}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dirs import dirs_summary
+
 from .certificate import Certificate, certificate_fields, certify
 from .metrics import StateMetrics, compare, measure
 from .model import ClusterState
@@ -188,6 +190,7 @@ def build_report(before, after: ClusterState | None = None, *, certificate: Cert
         "failover": _failover_rows(mb, ma, rack=False),
         "rack_failover": _failover_rows(mb, ma, rack=True) if len(mb.rack_failover.failed) else None,
         "moves": None,
+        "log_dirs": [dirs_summary(before), dirs_summary(after) if after is not None else None],
         "warnings": _status_warnings(before, status) + _all_warnings(before, mb, after, ma),
     }
     if cert is not None:

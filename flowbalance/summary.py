@@ -100,7 +100,10 @@ def metrics_dict(state: ClusterState, m: StateMetrics, *, max_listed: int = 20) 
     worst_f, worst_fs = m.failover.worst
     worst_r, worst_rs = m.rack_failover.worst
     viol = m.rack_violations
+    from .dirs import dirs_summary
+
     return {
+        "log_dirs": dirs_summary(state),
         "cluster": {
             "brokers": len(b),
             "live_brokers": int(b.live.sum()),

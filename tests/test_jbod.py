@@ -226,3 +226,44 @@ def test_a_relative_log_dir_in_a_plan_is_one_line(tmp_path, run_cli):
     assert code == 2 and err.strip().splitlines() == [
         f"flowbalance: error: {tmp_path / 'p.json'}: partitions[0].log_dirs: expected \"any\" or an absolute path "
         "(got 'data')"]
+
+
+# ---- check and report show the directories -----------------------------------------------------------------
+
+
+def test_check_and_report_show_the_directories(tmp_path, run_cli):
+    """``check --json``'s and ``report --json``'s ``log_dirs``: valid against the documented schemas, and every
+    directory's bytes, each broker's spread and the worst broker as a plain walk of kafka-log-dirs says."""
+    import jsonschema
+
+    from .conftest import ROOT
+
+    g = tmp_path / "g"
+    code, _, err = run_cli("generate", "--brokers", "5", "--topics", "3", "--partitions", "6", "--sizes",
+                           "--log-dirs", "3", "--seed", "4", "-o", g)
+    assert code == 0, err
+    inputs = [g / "assignment.json", "--brokers", g / "brokers.csv", "--sizes", g / "logdirs.txt"]
+    code, out, _ = run_cli("check", *inputs, "--json")
+    assert code in (0, 1)
+    doc = json.loads(out)
+    jsonschema.validate(doc, json.loads((ROOT / "docs" / "check.schema.json").read_text()))
+    used, _, _ = _plain((g / "logdirs.txt").read_text())
+    got = doc["log_dirs"]
+    assert {(e["broker"], e["path"]): e["bytes"] for e in got["per_directory"]} == used
+    spread = {b: max(v for (x, _), v in used.items() if x == b) - min(v for (x, _), v in used.items() if x == b)
+              for b, _ in used}
+    assert {e["broker"]: e["spread_bytes"] for e in got["per_broker"]} == spread
+    assert got["worst_spread_bytes"] == max(spread.values()) and spread[got["worst_broker"]] == max(spread.values())
+    code, _, err = run_cli("plan", *inputs, "--remove", "1", "-o", tmp_path / "p.json", "-q")
+    assert code == 0, err
+    code, out, err = run_cli("report", *inputs, "--plan", tmp_path / "p.json", "--json")
+    assert code == 0, err
+    rep = json.loads(out)
+    jsonschema.validate(rep, json.loads((ROOT / "docs" / "report.schema.json").read_text()))
+    before, after = rep["log_dirs"]
+    assert before == got
+    assert all(e["broker"] != 1 or e["bytes"] == 0 for e in after["per_directory"])  # the removed broker empties
+    code, text, _ = run_cli("check", *inputs)
+    assert "bytes per log directory" in text and "within broker" in text
+    code, text, _ = run_cli("report", *inputs, "--plan", tmp_path / "p.json")
+    assert code == 0 and "Log directories: worst spread" in text
