@@ -132,6 +132,8 @@ def dirs_for_state(state, placements) -> tuple[ReplicaDirs | None, int]:
     (dirs, entries not matched). None when the output names no directory."""
     if placements is None or not len(placements.dir_broker):
         return None, 0
+    if not (np.unique(placements.dir_broker, return_counts=True)[1] > 1).any():
+        return None, 0  # one directory per broker: nothing to choose, nothing kept (the usual case, at no cost)
     rows = _rows_of(state, placements.topic, placements.partition)
     frows = _rows_of(state, placements.future_topic, placements.future_partition)
     have = np.sort(replica_keys(state)[0])

@@ -154,10 +154,10 @@ def _with_sizes(state: ClusterState, ld: LogDirs, warnings: list[str]) -> Cluste
     if extra > 0:
         warnings.append(f"{ld.source}: {extra} partitions are not in the assignment (ignored)")
     dirs, stray = dirs_for_state(state, ld.placements)
-    if dirs is not None and dirs.jbod and stray:
+    if dirs is not None and stray:
         warnings.append(f"{ld.source}: {stray} replicas are not in the assignment on that broker (their log "
                         "directories ignored)")
-    return replace(state, size=size, log_dirs=ld.dirs, dirs=dirs if dirs is not None and dirs.jbod else None)
+    return replace(state, size=size, log_dirs=ld.dirs, dirs=dirs)
 
 
 def parse_broker_ids(text: str, name: str) -> list[int]:
