@@ -279,3 +279,31 @@ def test_method_md_split_example():
     res = _split(state, state.rf.astype(np.int64), movable, topics_after_moves=True)
     assert res is not None and res.moves == 2
     assert [sorted(r) for r in res.replicas.tolist()] == [[1, 2], [0, 2], [0, 1]]
+
+
+@SETTINGS
+@given(st.integers(0, 10_000), st.sampled_from(["graded", "strict", "none"]))
+def test_split_segments_match_a_unit_by_unit_cut(seed, mode):
+    """The split network's parallel arcs per cell: the counts x in [first, end) grouped by the marginal-cost
+    piece each falls in, as a loop over every x finds them (cell, units, cost, piece), in cell then piece order."""
+    from types import SimpleNamespace
+
+    from flowbalance.stages.split import _pieces, _segments
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    tlo = rng.integers(0, 6, n)
+    tg = SimpleNamespace(per_topic=mode != "none", tlo=tlo, thi=tlo + rng.integers(0, 3, n), total=50)
+    cells = np.sort(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False))
+    first = rng.integers(0, 8, len(cells))
+    end = first + rng.integers(0, 12, len(cells))
+    got = _segments(tg, cells, first, end, mode == "graded")
+    st_, costs = _pieces(tg, cells, mode == "graded")
+    want = []
+    for i, c in enumerate(cells.tolist()):
+        run = {}
+        for x in range(int(first[i]), int(end[i])):
+            k = int(np.flatnonzero(st_[i] <= x).max())
+            run[k] = run.get(k, 0) + 1
+        want += [(c, u, int(costs[k]), k) for k, u in sorted(run.items())]
+    assert list(zip(*[a.tolist() for a in got])) == want

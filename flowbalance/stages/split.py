@@ -213,10 +213,11 @@ def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.nd
     """The counts x in [first, end) of each cell cut into the pieces of its marginal cost: (cell, units, cost,
     piece index: costs rise with it) per non-empty piece."""
     st, costs = _pieces(tg, cells, lexicographic)
-    nxt = np.empty_like(st)
-    nxt[:, :-1] = st[:, 1:]
-    nxt[:, -1] = np.iinfo(np.int64).max // 4
-    units = np.minimum(nxt, end[:, None]) - np.maximum(st, first[:, None])
+    units = np.empty_like(st)  # each piece's end (the next start), then its units in [first, end), in place:
+    units[:, :-1] = st[:, 1:]  # millions of cells x pieces, so no temporaries
+    units[:, -1] = np.iinfo(np.int64).max // 4
+    np.minimum(units, end[:, None], out=units)
+    units -= np.maximum(st, first[:, None], out=st)
     r, k = np.nonzero(units > 0)
     return cells[r], units[r, k], costs[k], k
 
