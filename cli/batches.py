@@ -50,10 +50,13 @@ def bound_verdict(res: Batches) -> str:
     """``lower bound 200: met``; ``lower bound 1000: not met, 23 above it``, with ``, proven the fewest`` when an
     exact search showed no split has fewer."""
     b = res.bound
-    n = len(res)
+    n = len(res) - res.intra_batches  # intra-broker batches are apart: the bound is for the moves between brokers
+    intra = (f" (+ {res.intra_batches} intra-broker batch{'es' if res.intra_batches != 1 else ''})"
+             if res.intra_batches else "")
     if b is None or n <= b.batches:
-        return f"lower bound {n if b is None else b.batches}: met"
-    return f"lower bound {b.batches}: not met, {n - b.batches} above it" + (", proven the fewest" if res.proven else "")
+        return f"lower bound {n if b is None else b.batches}: met{intra}"
+    return (f"lower bound {b.batches}: not met, {n - b.batches} above it" + (", proven the fewest" if res.proven else "")
+            + intra)
 
 
 def bound_formula(res: Batches) -> str:
@@ -124,10 +127,18 @@ def steps_text(res: Batches, folder: str, names: list[str], bootstrap: str, thro
         est = ""
         if throttle:
             est = f", estimated copy time {format_duration(seconds[i])}" + ("" if seconds[i] is not None else " (no sizes)")
-        lines.append(f"# batch {i + 1} of {n}: {b.partitions} partitions, {b.copies} replica copies{size}{est}"
-                     + (" (one step above --max-bytes-per-batch)" if b.oversized else ""))
-        lines.append(f"kafka-reassign-partitions --bootstrap-server {bs} --reassignment-json-file {path(name)} "
-                     f"--execute{throttle_arg}")
+        if b.intra:
+            lines.append(f"# batch {i + 1} of {n}: {b.partitions} partitions move replicas between log directories of "
+                         f"their brokers (JBOD){size}: a copy on the broker's own disks, throttled by")
+            lines.append("# --replica-alter-log-dirs-throttle (bytes/s, per broker), not by --throttle")
+            lines.append(f"kafka-reassign-partitions --bootstrap-server {bs} --reassignment-json-file {path(name)} "
+                         f"--execute{throttle_arg}"
+                         + (f" --replica-alter-log-dirs-throttle {throttle}" if throttle else ""))
+        else:
+            lines.append(f"# batch {i + 1} of {n}: {b.partitions} partitions, {b.copies} replica copies{size}{est}"
+                         + (" (one step above --max-bytes-per-batch)" if b.oversized else ""))
+            lines.append(f"kafka-reassign-partitions --bootstrap-server {bs} --reassignment-json-file {path(name)} "
+                         f"--execute{throttle_arg}")
         lines.append("# repeat until every partition is complete; --verify also removes the throttle once the batch is done")
         lines.append(f"kafka-reassign-partitions --bootstrap-server {bs} --reassignment-json-file {path(name)} --verify")
         lines.append("")
@@ -156,6 +167,7 @@ def summary(res: Batches, names: list[str], folder: str, seconds: list[float | N
             "bytes": b.bytes if known else None,
             "max_broker_participation": b.max_participation,
             "oversized": b.oversized,
+            "intra_broker": b.intra,
             "estimated_seconds": seconds[i],
         })
     total = sum(s for s in seconds if s is not None) if throttle and known else None

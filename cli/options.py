@@ -67,3 +67,12 @@ VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the time of
 STATUS_FLAGS = {"from_target": "--from-target", "move_unhealthy": "--move-unhealthy"}  # plan_input names them in messages
 # every library parameter or request field the command line sets, with its flag (errors are shown with these)
 CLI_FLAGS = {**FLAGS, **STATUS_FLAGS, "fmt": "--format", "disable_rack_aware": "--disable-rack-aware"}
+BalanceDirsOpt = typer.Option(False, "--balance-dirs",
+                              help="Move replicas between each broker's log directories (JBOD; a copy on the "
+                                   "broker's own disks, no network) until each is within --dir-tolerance of its "
+                                   "share; needs --sizes from kafka-log-dirs.")
+DirToleranceOpt = typer.Option(1.1, "--dir-tolerance", help="With --balance-dirs: the largest directory use over "
+                                                             "its share of the broker's bytes (1.0 .. 10.0).")
+RemoveLogDirOpt = typer.Option(None, "--remove-log-dir", metavar="BROKER:PATH",
+                               help="Empty this log directory into the broker's other directories "
+                                    "(e.g. 3:/var/lib/kafka/data-1); repeatable.")

@@ -89,6 +89,9 @@ def plan_command(
     exclude_brokers: Optional[str] = o.ExcludeBrokersOpt,
     pin: Optional[List[str]] = o.PinOpt,
     demote: Optional[str] = o.DemoteOpt,
+    balance_dirs: bool = o.BalanceDirsOpt,
+    dir_tolerance: float = o.DirToleranceOpt,
+    remove_log_dir: Optional[List[str]] = o.RemoveLogDirOpt,
     rollback: o.PathOpt = typer.Option(None, "--rollback", help="Write the current assignment of changed partitions here."),
     election: o.PathOpt = typer.Option(None, "--election", help="Write partitions whose leader changes (kafka-leader-election)."),
     all_partitions: bool = typer.Option(False, "--all", help="Write every partition, not only the changed ones."),
@@ -107,7 +110,8 @@ def plan_command(
     req = request(remove, add, replace, replication_factor, topic_rf, topics, exclude_topics, no_per_topic,
                   per_topic_mode=per_topic, strategy=strategy, objective=objective, balance=balance,
                   disk_tolerance=disk_tolerance, stages=stages, extra_moves=extra_moves,
-                  exclude_brokers=exclude_brokers, pin=pin, demote=demote)
+                  exclude_brokers=exclude_brokers, pin=pin, demote=demote, balance_dirs=balance_dirs,
+                  dir_tolerance=dir_tolerance, remove_log_dirs=tuple(remove_log_dir or ()))
     outputs = [str(p) for p in (out, rollback, election) if p is not None] + [sidecar_path(out)]
     inputs = [str(p) for p in (current, brokers, sizes, resume) if p is not None]
     inputs += [sidecar_path(resume)] if resume is not None else []
@@ -126,7 +130,7 @@ def plan_command(
                  progress=lambda step, of, name: steps.step(name))
         steps.step("writing files")
         texts = plan_files(p, all_partitions=all_partitions)
-        sha = rows_sha256(p.after, None if all_partitions else p.changes.changed_rows)  # the plan file's digest
+        sha = rows_sha256(p.after, None if all_partitions else p.file_rows)  # the plan file's digest
         files = {str(out): texts.plan, **sidecar_files(out, given.state, req, texts.plan, current=str(current),
                                                        plan_sha=sha)}
         if rollback is not None:

@@ -191,6 +191,20 @@ def render_check(data: dict, checks: dict[str, bool], con: Console) -> None:
         con.print("[bold green]Balanced[/bold green]: every check passes")
 
 
+def log_dirs_line(ld: dict) -> str:
+    """A plan's log directories in one line: intra-broker moves and bytes against their lower bound, and the worst
+    spread within a broker before → after."""
+    sp = ld["worst_spread_bytes"]
+    spread = f"; worst spread within a broker {_bytes(sp[0])} → {_bytes(sp[1])}" if sp[0] is not None else ""
+    limits = "" if ld["within_limits"] else " [yellow](some directory stays above its limit)[/yellow]"
+    what = (f"balanced within {ld['tolerance']:g}× each directory's share" if ld["balance"] else
+            "each replica placed where its broker's directories stay most even")
+    if ld["removed_dirs"]:
+        what += "; emptying " + ", ".join(safe_text(x) for x in ld["removed_dirs"])
+    return (f"Log directories — {what}: {ld['intra_broker_moves']:,} intra-broker moves, "
+            f"{_bytes(ld['bytes_moved'])} (lower bound {_bytes(ld['bytes_lower_bound'])}){spread}{limits}")
+
+
 def dirs_text(d: dict) -> str:
     """The log directories in one line: the worst spread within a broker, and moves between them in flight."""
     flight = f"; {d['future_replicas']} intra-broker moves in flight" if d["future_replicas"] else ""
@@ -255,6 +269,9 @@ def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
     elif d.get("disk_max_over_mean"):
         mm = d["disk_max_over_mean"]
         con.print(f"Disk max/mean: {mm[0]:.3f} → {mm[1]:.3f} (replica counts balanced; --balance count+bytes balances disk too)")
+    ld = d.get("log_dirs")
+    if ld:
+        con.print(log_dirs_line(ld))
     con.print(f"Changed partitions: {d['changed_partitions']} ({d['reorder_only_partitions']} reorder only, "
               f"{d['rf_changed_partitions']} RF changes); leader changes: {d['leader_changes']} (lower bound {d['leader_lower_bound']})")
     t = Table(title="Before → after", title_justify="left")

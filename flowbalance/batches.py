@@ -41,7 +41,7 @@ import numpy as np
 
 from .batch_rounds import RoundBound, fewest_rounds, first_fit, lower_bound
 from .errors import InputError, PlanningError
-from .dirs import subset
+from .dirs import current_first, subset
 from .model import PAD, ClusterState, trim_padding
 from .planfile import pad_to
 
@@ -67,6 +67,7 @@ class Batch:
     peak_broker_bytes: int  # max over brokers of max(bytes received, bytes sent)
     oversized: bool  # a single step above max_bytes_per_batch, alone in its batch
     finished: int  # rows that reach their planned list in this batch
+    intra: bool = False  # only replicas moving between log directories of their brokers (JBOD; no network copy)
 
     @property
     def partitions(self) -> int:
@@ -94,7 +95,8 @@ class Batches:
 
     @property
     def bound_met(self) -> bool:
-        return self.bound is not None and len(self.batches) <= self.bound.batches
+        """The batches between brokers are as few as the lower bound (intra-broker batches are apart)."""
+        return self.bound is not None and len(self.batches) - self.intra_batches <= self.bound.batches
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -103,9 +105,19 @@ class Batches:
         return iter(self.batches)
 
     def batch_state(self, i: int) -> ClusterState:
-        """Only the partitions batch ``i`` changes, with their lists after it (what its reassignment JSON holds)."""
+        """Only the partitions batch ``i`` changes, with their lists after it (what its reassignment JSON holds):
+        in a batch between brokers a staying replica keeps its current log directory; an intra-broker batch
+        moves it to the planned one."""
         b = self.batches[i]
-        return _rows_state(self.final, b.rows, b.replicas)
+        state = _rows_state(self.final, b.rows, b.replicas)
+        if b.intra or self.final.dirs is None:
+            return state
+        return replace(state, dirs=subset(current_first(self.current.dirs, self.final.dirs), b.rows))
+
+    @property
+    def intra_batches(self) -> int:
+        """Batches that only move replicas between log directories of their brokers (after the others)."""
+        return sum(1 for b in self.batches if b.intra)
 
     def rollback_state(self) -> ClusterState:
         """The changed partitions with their current lists (the rollback file), in their current directories."""
@@ -354,6 +366,7 @@ def split_plan(
         batch[~moving] = 0  # reorder-only rows go into the first batch
     nb = len(closed)
     batch_list = _assemble(changed, steps, batch, nb, reorder, step_bytes, closed, len(ids))
+    batch_list += _intra_batches(current, final, fin, changed, K)
 
     warnings: list[str] = []
     copying = _in_other(new, old).any(axis=1)
@@ -383,6 +396,53 @@ def split_plan(
         reorder_only=int(reorder.sum()), copies=int(steps.n_in.sum()), bytes=int(step_bytes.sum()),
         sizes_known=sizes_known, unknown_sizes=unknown, warnings=warnings, bound=bound, proven=proven, method=method,
     )
+
+
+def _intra_batches(current: ClusterState, final: ClusterState, fin: np.ndarray, changed: np.ndarray,
+                   K: int | None) -> list[Batch]:
+    """Batches of the partitions whose lists stay but whose replicas change log directory (JBOD), after the
+    others: Kafka copies them on the broker's own disks under its own throttle
+    (``--replica-alter-log-dirs-throttle``). At most ``K`` of them per broker per batch (first fit, largest
+    first)."""
+    from .dirs import dir_changed_rows, replica_keys
+
+    rows = dir_changed_rows(current, final)
+    if current.dirs is None:  # not known: the rows a plan names directories for, whose lists stay
+        rows = np.setdiff1d(rows, changed)
+    if not len(rows):
+        return []
+    _, r, ids = replica_keys(final)
+    pick = np.isin(r, rows)
+    moved_at = final.dirs.lookup(r[pick], ids[pick])
+    before_at = current.dirs.lookup(r[pick], ids[pick]) if current.dirs is not None else np.full(pick.sum(), -1)
+    brokers_of: dict[int, list[int]] = {}
+    known = current.dirs is not None
+    for row, b, f, c in zip(r[pick].tolist(), ids[pick].tolist(), moved_at.tolist(), before_at.tolist()):
+        if f >= 0 and (not known or (c >= 0 and final.dirs.dir_path[f] != current.dirs.dir_path[c])):
+            brokers_of.setdefault(row, []).append(b)
+    size = np.maximum(current.size, 0)
+    order = sorted(brokers_of, key=lambda row: (-int(size[row]), row))
+    groups: list[list[int]] = []
+    loads: list[dict[int, int]] = []
+    for row in order:
+        for g, load in zip(groups, loads):
+            if K is None or all(load.get(b, 0) < K for b in brokers_of[row]):
+                break
+        else:
+            groups.append([])
+            loads.append({})
+            g, load = groups[-1], loads[-1]
+        g.append(row)
+        for b in brokers_of[row]:
+            load[b] = load.get(b, 0) + 1
+    out = []
+    for g, load in zip(groups, loads):
+        rs = np.sort(np.asarray(g, dtype=np.int64))
+        out.append(Batch(rows=rs, replicas=fin[rs], steps=0, reorder_only=0, copies=0,
+                         bytes=int(sum(int(size[x]) * len(brokers_of[x]) for x in g)),
+                         max_participation=max(load.values()), peak_broker_bytes=0, oversized=False,
+                         finished=len(rs), intra=True))
+    return out
 
 
 def _fewest(steps: _Steps, seq: np.ndarray, moving: np.ndarray, step_bytes: np.ndarray, parts: np.ndarray,

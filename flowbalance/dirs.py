@@ -6,12 +6,12 @@ and the directory and size of every replica, keyed by (partition row, broker id)
 order of a partition's replica list (reordering a list moves no data). Rows are a ``ClusterState``'s canonical
 partition rows; every state derived from it by ``with_replicas`` / ``with_brokers`` keeps them.
 
-``place_arrivals`` gives every replica of a plan a directory: a replica that stays on its broker keeps its
-directory; the replicas arriving on a broker are placed largest first, each in the directory with the fewest
-bytes at that point (what stays, plus what was placed before it), skipping directories it would take above
-their capacity when another can hold it; ties go to the first path in sorted order. Deterministic, and within a
-broker the directories end no further apart than the largest arriving replica when they start even (the classic
-largest-first list scheduling).
+``flowbalance.dir_balance.place`` gives every replica of a plan a directory: a replica that stays on its broker
+keeps its directory (unless directory balance or a directory being emptied takes it out); the replicas arriving
+on a broker are placed largest first, each in the directory with the fewest bytes at that point (what stays,
+plus what was placed before it), skipping directories it would take above their limit when another can hold it;
+ties go to the first path in sorted order. Deterministic, and within a broker the directories end no further
+apart than the largest arriving replica when they start even (the classic largest-first list scheduling).
 """
 from __future__ import annotations
 
@@ -160,41 +160,6 @@ def _rows_of(state, topics: list[str], partitions: np.ndarray) -> np.ndarray:
     return _find(state_key, np.arange(len(state_key), dtype=np.int64), query)
 
 
-def place_arrivals(dirs: ReplicaDirs, after) -> ReplicaDirs:
-    """Every replica of ``after`` in a directory (see the module docstring): staying replicas where ``dirs`` has
-    them, arriving ones largest first into the least-used directory of their broker that can hold them. Replicas
-    on brokers of unknown directories (a new broker) have none (-1: the plan file says "any")."""
-    keys, rows, ids = replica_keys(after)
-    order = np.argsort(keys, kind="stable")
-    keys, rows, ids = keys[order], rows[order], ids[order]
-    pos = np.minimum(np.searchsorted(dirs.key, keys), max(len(dirs.key) - 1, 0))
-    stay = (dirs.key[pos] == keys) if len(dirs.key) else np.zeros(len(keys), dtype=bool)
-    where = np.where(stay, dirs.dir[pos] if len(dirs.key) else -1, -1)
-    size = np.where(stay, dirs.size[pos] if len(dirs.key) else -1, np.asarray(after.size)[rows]).astype(np.int64)
-    load = np.bincount(where[stay], weights=np.maximum(size[stay], 0), minlength=dirs.num_dirs).astype(np.int64)
-    lo = np.searchsorted(dirs.dir_broker, ids)
-    hi = np.searchsorted(dirs.dir_broker, ids, side="right")
-    todo = np.flatnonzero(~stay & (hi > lo))
-    todo = todo[np.lexsort((rows[todo], -np.maximum(size[todo], 0), ids[todo]))]  # broker, largest first, row
-    cap = dirs.capacity
-    for i, a, b, z in zip(todo.tolist(), lo[todo].tolist(), hi[todo].tolist(), np.maximum(size[todo], 0).tolist()):
-        choice = _least_used(load, cap, a, b, z)
-        where[i] = choice
-        load[choice] += z
-    return ReplicaDirs(dir_broker=dirs.dir_broker, dir_path=dirs.dir_path, capacity=dirs.capacity, key=keys,
-                       dir=where.astype(np.int64), size=size, future_key=dirs.future_key,
-                       future_dir=dirs.future_dir)
-
-
-def _least_used(load: np.ndarray, cap: np.ndarray, a: int, b: int, size: int) -> int:
-    """Of directories a..b-1, the least used one that stays within its capacity with ``size`` more bytes (the
-    least used of all when none does); ties to the first."""
-    span = load[a:b]
-    fits = (cap[a:b] < 0) | (span + size <= cap[a:b])
-    pool = np.where(fits, span, np.iinfo(np.int64).max) if fits.any() else span
-    return a + int(np.argmin(pool))
-
-
 def misplaced(state) -> np.ndarray:
     """Rows with a replica whose directory (when known) is not one of its broker's: a plan that fails this is a
     bug (``verify``)."""
@@ -286,3 +251,30 @@ def dirs_summary(state) -> dict | None:
     return {"directories": len(dirs), "worst_spread_bytes": worst["spread_bytes"], "worst_broker": worst["broker"],
             "worst_max_over_mean": worst["max_over_mean"], "future_replicas": int(len(d.future_key)),
             "per_broker": brokers, "per_directory": dirs}
+
+
+def dir_changed_rows(current, final) -> np.ndarray:
+    """Rows of ``final`` where a replica that stays on its broker changes log directory: an intra-broker move.
+    When ``current``'s directories are not known, every row whose ``final`` names a directory (the caller keeps
+    those whose lists stay)."""
+    if final.dirs is None:
+        return np.zeros(0, dtype=np.int64)
+    _, rows, ids = replica_keys(final)
+    f = final.dirs.lookup(rows, ids)
+    if current.dirs is None:
+        return np.unique(rows[f >= 0])
+    c = current.dirs.lookup(rows, ids)
+    fpath = np.asarray(final.dirs.dir_path + ("",), dtype=object)[f]
+    cpath = np.asarray(current.dirs.dir_path + ("",), dtype=object)[c]
+    return np.unique(rows[(f >= 0) & (c >= 0) & (fpath != cpath)])
+
+
+def current_first(current: ReplicaDirs | None, final: ReplicaDirs | None) -> ReplicaDirs | None:
+    """``final``'s directories with every replica ``current`` places kept where it is: what a batch that moves
+    replicas between brokers writes, so that moves within brokers wait for their own batches."""
+    if final is None or current is None:
+        return final
+    rows, ids = np.divmod(current.key, _ROW_SHIFT)
+    known = current.dir >= 0
+    paths = [current.dir_path[d] for d in current.dir[known].tolist()]
+    return overlay(final, rows[known], ids[known], paths, current.size[known])

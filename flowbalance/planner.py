@@ -17,7 +17,8 @@ from .chain.demote_step import demote_chain
 from .chain.base import Context, Progress, run_chain
 from .chain.precheck import improves, meets_every_target, must_change
 from .chain.steps import flow_chain, template_chain
-from .dirs import misplaced, place_arrivals
+from .dir_balance import DirMoves, emptied_dirs, place
+from .dirs import misplaced
 from .errors import RequestError
 from .formats.writers import election_json, reassignment_json
 from .metrics import (Changes, StateMetrics, above_capacity, compare, disk_max_over_mean_of, disk_use, disk_within,
@@ -46,6 +47,7 @@ class Plan:
     skipped: bool  # True when nothing is proposed: the pre-check found nothing to do, or no change improved it
     request: PlanRequest
     prechecked: bool = False  # True when the pre-check found nothing to do (the chain did not run)
+    dir_moves: DirMoves | None = None  # intra-broker moves between log directories (JBOD), when known
 
     @property
     def strategy(self) -> str:
@@ -53,7 +55,15 @@ class Plan:
 
     @property
     def is_empty(self) -> bool:
-        return len(self.changes.changed_rows) == 0
+        return len(self.file_rows) == 0
+
+    @property
+    def file_rows(self) -> np.ndarray:
+        """The partitions the plan file lists: those whose replica list changes, and those with a replica moving
+        between log directories of its broker."""
+        if self.dir_moves is None or not len(self.dir_moves):
+            return self.changes.changed_rows
+        return np.union1d(self.changes.changed_rows, self.dir_moves.rows)
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,7 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     if not prechecked:
         run_chain(ctx, chain, say, 2, of)
     after, ma, skipped = _proposal(ctx, prechecked)
-    after = _with_dirs(r.before, after)
+    after, dir_moves = _with_dirs(r, after)
     say(of, of, "verifying")
     t = time.perf_counter()
     _verify(r, after, skipped)
@@ -101,15 +111,23 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     ctx.seconds["total"] = time.perf_counter() - t0
     return Plan(before=r.before, after=after, target_rf=r.target_rf, movable=r.movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(ctx.ran),
-                seconds=ctx.seconds, skipped=skipped, request=request, prechecked=prechecked)
+                seconds=ctx.seconds, skipped=skipped, request=request, prechecked=prechecked, dir_moves=dir_moves)
 
 
-def _with_dirs(before: ClusterState, after: ClusterState) -> ClusterState:
+def _with_dirs(r: Resolved, after: ClusterState) -> tuple[ClusterState, DirMoves | None]:
     """``after`` with every replica in a log directory when the brokers' directories are known (JBOD): staying
-    replicas keep theirs, arriving ones go where their broker's directories stay most even (``dirs``)."""
-    if before.dirs is None:
-        return after
-    return replace(after, dirs=place_arrivals(before.dirs, after))
+    replicas keep theirs unless directory balance or a directory being emptied takes them out, arriving ones go
+    where their broker's directories stay most even (``dir_balance``); and the intra-broker moves."""
+    req, dirs = r.request, r.before.dirs
+    if dirs is None:
+        if req.balance_dirs or req.remove_log_dirs:
+            name = "balance_dirs" if req.balance_dirs else "remove_log_dirs"
+            raise RequestError(name, "needs the brokers' log directories: kafka-log-dirs output (sizes) with "
+                                     "several directories per broker")
+        return after, None
+    placed, moves = place(dirs, after, balance=req.balance_dirs, tolerance=float(req.dir_tolerance),
+                          emptied=emptied_dirs(dirs, req.remove_log_dirs))
+    return replace(after, dirs=placed), moves
 
 
 def _moves_bound(r: Resolved, uncapped: int) -> int:
@@ -257,9 +275,9 @@ def plan_files(p: Plan, *, all_partitions: bool = False) -> PlanFiles:
     """The plan's files as text, byte for byte what ``flowbalance plan`` and ``fleet`` write: the reassignment
     (changed partitions, or every partition with ``all_partitions``), the rollback (the current assignment of
     the changed partitions) and the partitions whose leader changes (for kafka-leader-election)."""
-    rows = None if all_partitions else p.changes.changed_rows
+    rows = None if all_partitions else p.file_rows
     return PlanFiles(plan=reassignment_json(p.after, rows),
-                     rollback=reassignment_json(p.before, p.changes.changed_rows),
+                     rollback=reassignment_json(p.before, p.file_rows),
                      election=election_json(p.after, p.changes.leader_changed_rows))
 
 

@@ -26,6 +26,7 @@ FLAGS = {
     "per_topic": "--no-per-topic", "per_topic_mode": "--per-topic", "strategy": "--strategy", "objective": "--objective", "balance": "--balance",
     "disk_tolerance": "--disk-tolerance", "stages": "--stages", "extra_moves": "--extra-moves",
     "exclude_brokers": "--exclude-brokers", "pin": "--pin", "demote": "--demote",
+    "balance_dirs": "--balance-dirs", "dir_tolerance": "--dir-tolerance", "remove_log_dirs": "--remove-log-dir",
 }
 # fleet.json keys that say how a cluster's files are read (used at ingest, not part of the request)
 INPUT_KEYS = ("current", "brokers", "sizes", "format", "disable_rack_aware", "from_target", "move_unhealthy")
@@ -51,7 +52,12 @@ class PlanRequest:
     or lose replicas, never gain one; as the broker file's state ``no-new-replicas``). ``pin``: partitions held
     exactly as they are (neither moved nor reordered, still counted in every broker's load): each pattern a topic
     regex (whole name) or a ``topic:partition`` list (``"orders:0,orders:3"``). ``demote``: brokers to take every
-    preferred leadership off, by reordering only (no replica moves; not with broker or RF changes)."""
+    preferred leadership off, by reordering only (no replica moves; not with broker or RF changes).
+
+    Log directories (JBOD, ``flowbalance.dir_balance``; they need the brokers' directories, from kafka-log-dirs):
+    ``balance_dirs``: move replicas between a broker's directories (no network copy) until each is within
+    ``dir_tolerance`` × its share of the broker's bytes. ``remove_log_dirs``: directories to empty,
+    ``"BROKER:PATH"`` each (their replicas go to the broker's other directories)."""
 
     remove: tuple[int, ...] = ()
     add: tuple[int, ...] = ()
@@ -71,11 +77,18 @@ class PlanRequest:
     exclude_brokers: tuple[int, ...] = ()
     pin: tuple[str, ...] = ()
     demote: tuple[int, ...] = ()
+    balance_dirs: bool = False
+    dir_tolerance: float = 1.1
+    remove_log_dirs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # accept lists, sets and mappings; store tuples, so the request is hashable and compares by value
         if isinstance(self.pin, str):
             object.__setattr__(self, "pin", (self.pin,))
+        if isinstance(self.remove_log_dirs, str):
+            object.__setattr__(self, "remove_log_dirs", (self.remove_log_dirs,))
+        if isinstance(self.remove_log_dirs, list):
+            object.__setattr__(self, "remove_log_dirs", tuple(self.remove_log_dirs))
         for name in ("remove", "add", "stages", "exclude_brokers", "pin", "demote"):
             value = getattr(self, name)
             if isinstance(value, (list, set, frozenset)):
@@ -148,6 +161,14 @@ class PlanRequest:
                 or not 1.0 <= float(tol) <= 10.0:
             raise RequestError("disk_tolerance", "must be a number from 1.0 to 10.0 (max/mean disk use)", tol)
         _check_stages(self.stages)
+        if type(self.balance_dirs) is not bool:
+            raise RequestError("balance_dirs", "expected true or false", self.balance_dirs)
+        tol = self.dir_tolerance
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) \
+                or not 1.0 <= float(tol) <= 10.0:
+            raise RequestError("dir_tolerance", "must be a number from 1.0 to 10.0 (max/mean within a broker)", tol)
+        for item in self.remove_log_dirs:
+            parse_log_dir(item)
         parse_extra_moves(self.extra_moves)
         _check_combinations(self)
         return self
@@ -204,8 +225,12 @@ def _from_json_value(key: str, value: Any) -> Any:
         raise RequestError(key, "expected a text", value)
     if key == "extra_moves" and (isinstance(value, bool) or not isinstance(value, (int, str))):
         raise RequestError(key, "expected a number of moves or a text like \"2%\"", value)
-    if key == "disk_tolerance" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+    if key in ("disk_tolerance", "dir_tolerance") and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise RequestError(key, "expected a number", value)
+    if key == "remove_log_dirs":
+        if isinstance(value, str) or (isinstance(value, list) and all(isinstance(x, str) for x in value)):
+            return value
+        raise RequestError(key, "expected \"BROKER:PATH\" or a list of them", value)
     return value
 
 
@@ -228,6 +253,17 @@ def parse_extra_moves(value: Any) -> tuple[int, float | None]:
                 return 0, p
     raise RequestError("extra_moves", "expected a number of moves (0 or more) or a percentage of the replicas "
                                       "from 0% to 100%", value)
+
+
+def parse_log_dir(item: Any) -> tuple[int, str]:
+    """``"BROKER:PATH"`` (an absolute path) as (broker id, path); anything else a RequestError on
+    ``remove_log_dirs``."""
+    if isinstance(item, str):
+        broker, sep, path = item.partition(":")
+        if sep and broker.isascii() and broker.isdigit() and len(broker) <= 10 and path.startswith("/"):
+            return int(broker), path
+    raise RequestError("remove_log_dirs", "expected BROKER:PATH with an absolute path (3:/var/lib/kafka/data-1)",
+                       item)
 
 
 def _check_ids(ids: Any, name: str) -> None:

@@ -154,6 +154,30 @@ def metrics_dict(state: ClusterState, m: StateMetrics, *, max_listed: int = 20) 
     }
 
 
+def _dirs_fields(p) -> dict | None:
+    """The plan's log directories (JBOD): intra-broker moves and bytes against their lower bound, the worst spread
+    within a broker before and after; None when the directories are not known."""
+    from .dirs import dirs_summary
+
+    m = p.dir_moves
+    if m is None:
+        return None
+    before, after = dirs_summary(p.before), dirs_summary(p.after)
+    return {
+        "balance": bool(p.request.balance_dirs),
+        "tolerance": float(p.request.dir_tolerance) if p.request.balance_dirs else None,
+        "removed_dirs": list(p.request.remove_log_dirs),
+        "intra_broker_moves": len(m),
+        "bytes_moved": m.bytes_moved,
+        "bytes_lower_bound": m.lower_bound_bytes,
+        "within_limits": m.within_limits,
+        "worst_spread_bytes": [before["worst_spread_bytes"] if before else None,
+                               after["worst_spread_bytes"] if after else None],
+        "worst_max_over_mean": [before["worst_max_over_mean"] if before else None,
+                                after["worst_max_over_mean"] if after else None],
+    }
+
+
 def plan_summary(p) -> dict:
     """The short summary of a Plan (``flowbalance plan`` prints it; ``--json`` gives it whole)."""
     mb, ma, c, cert = p.metrics_before, p.metrics_after, p.changes, p.certificate
@@ -179,6 +203,7 @@ def plan_summary(p) -> dict:
         "rack_violations": [int(len(mb.rack_violations)), int(len(ma.rack_violations))],
         "disk_max_over_mean": ([num(mb.bytes_max_over_mean), num(ma.bytes_max_over_mean)]
                                if mb.bytes is not None else None),
+        "log_dirs": _dirs_fields(p),
         "bytes_objective": None if cert.bytes_objective is None else {
             "moves": cert.bytes_objective.moves,
             "bytes_moved": cert.bytes_objective.bytes_moved,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -177,7 +178,8 @@ def test_every_replica_of_a_plan_gets_the_documented_directory(seed, tmp_path):
 def test_arrivals_keep_even_directories_within_the_largest_replica(seed):
     """Largest first into the least used directory: directories that start even end at most one arriving
     replica apart (list scheduling's bound), on random arrivals."""
-    from flowbalance.dirs import build_dirs, place_arrivals
+    from flowbalance.dir_balance import place
+    from flowbalance.dirs import build_dirs
 
     rng = np.random.default_rng(seed)
     k, m = int(rng.integers(2, 5)), int(rng.integers(1, 12))
@@ -185,7 +187,7 @@ def test_arrivals_keep_even_directories_within_the_largest_replica(seed):
                             size=rng.integers(1, 10**6, size=m))
     dirs = build_dirs(np.zeros(k, dtype=np.int64), [f"/d{i}" for i in range(k)], np.zeros(0, np.int64),
                       np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    placed = place_arrivals(dirs, st)
+    placed = place(dirs, st)[0]
     load = placed.dir_bytes()
     assert load.sum() == st.size.sum() and load.max() - load.min() <= st.size.max()
 
@@ -267,3 +269,117 @@ def test_check_and_report_show_the_directories(tmp_path, run_cli):
     assert "bytes per log directory" in text and "within broker" in text
     code, text, _ = run_cli("report", *inputs, "--plan", tmp_path / "p.json")
     assert code == 0 and "Log directories: worst spread" in text
+
+
+# ---- balancing a broker's directories, emptying one, intra-broker batches --------------------------------------
+
+
+def _jbod_cluster(tmp_path, run_cli, seed: int, dirs: int = 3):
+    g = tmp_path / f"g{seed}"
+    code, _, err = run_cli("generate", "--brokers", "5", "--topics", "4", "--partitions", "6-12", "--sizes",
+                           "--log-dirs", str(dirs), "--skew", "0.6", "--seed", str(seed), "-o", g)
+    assert code == 0, err
+    return g, [g / "assignment.json", "--brokers", g / "brokers.csv", "--sizes", g / "logdirs.txt"]
+
+
+def _fewest_intra_bytes(replicas: list[tuple[int, str]], paths: list[str], limit: dict) -> int | None:
+    """Brute force over every placement of one broker's staying replicas ((bytes, current dir)) in ``paths``:
+    the fewest bytes moved between directories with every directory within ``limit``; None when none is."""
+    import itertools
+
+    best = None
+    for choice in itertools.product(paths, repeat=len(replicas)):
+        used = dict.fromkeys(paths, 0)
+        for (z, _), p in zip(replicas, choice):
+            used[p] += z
+        if all(used[p] <= limit[p] for p in paths):
+            moved = sum(z for (z, d), p in zip(replicas, choice) if p != d)
+            best = moved if best is None else min(best, moved)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_balance_dirs_bytes_against_a_brute_force_minimum(seed):
+    """``balance_dirs`` on brokers with no arrivals: each directory ends within its limit when some placement is,
+    and the bytes moved between directories are at least the printed bound and at least the brute-force fewest
+    (the bound is a true bound)."""
+    import flowbalance as fb
+    from flowbalance.dir_balance import place
+
+    rng = np.random.default_rng(seed)
+    st = generate_cluster(brokers=3, topics=2, partitions=(2, 4), rf=1, sizes=True, log_dirs=int(rng.integers(2, 4)),
+                          seed=seed)
+    placed, moves = place(st.dirs, st, balance=True, tolerance=1.2)
+    assert moves.bytes_moved >= moves.lower_bound_bytes or not moves.within_limits
+    d = st.dirs
+    _, rows, ids = replica_keys(st)
+    where = d.lookup(rows, ids)
+    for b in set(ids.tolist()):
+        mine = [(int(max(st.size[r], 0)), d.dir_path[w]) for r, i, w in zip(rows, ids, where) if i == b]
+        paths = [d.dir_path[x] for x in d.dirs_of(b).tolist()]
+        limit = {d.dir_path[x]: int(moves.limit[x]) for x in d.dirs_of(b).tolist()}
+        best = _fewest_intra_bytes(mine, paths, limit)
+        after = placed.lookup(rows[ids == b], ids[ids == b])
+        used = {p: 0 for p in paths}
+        for (z, _), w in zip(mine, after.tolist()):
+            used[placed.dir_path[w]] += z
+        mine_moved = sum(z for (z, old), w in zip(mine, after.tolist()) if placed.dir_path[w] != old)
+        lb = sum(max(0, sum(z for z, p in mine if p == q) - limit[q]) for q in paths)
+        assert lb <= (best if best is not None else lb), (seed, b)
+        if best is not None:
+            assert all(used[p] <= limit[p] for p in paths) or not moves.within_limits
+            assert mine_moved >= best
+    assert isinstance(fb.PlanRequest(balance_dirs=True).validate(), fb.PlanRequest)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_remove_log_dir_empties_it_into_the_other_directories(seed, tmp_path, run_cli):
+    g, inputs = _jbod_cluster(tmp_path, run_cli, seed)
+    used, now, _ = _plain((g / "logdirs.txt").read_text())
+    broker, path = max(used, key=lambda k: (used[k], k))  # the fullest directory
+    code, out, err = run_cli("plan", *inputs, "--remove-log-dir", f"{broker}:{path}", "-o",
+                             tmp_path / "p.json", "--json")
+    assert code == 0, err
+    d = json.loads(out)["log_dirs"]
+    emptied = [k for k, v in now.items() if k[2] == broker and v == path]
+    plan = json.loads((tmp_path / "p.json").read_text())["partitions"]
+    listed = {(e["topic"], e["partition"]): e for e in plan}
+    stayed = [k for k in emptied if broker in listed[k[:2]]["replicas"]]  # every one is listed: moved or not
+    assert emptied and d["intra_broker_moves"] == len(stayed) and d["bytes_moved"] >= d["bytes_lower_bound"] > 0
+    for t, n, _ in stayed:  # on another directory of the same broker
+        e = listed[t, n]
+        assert e["log_dirs"][e["replicas"].index(broker)] not in (path, "any")
+    assert all(not (b == broker and p == path) for e in plan for b, p in zip(e["replicas"], e["log_dirs"]))
+    code, _, err = run_cli("plan", *inputs, "--remove-log-dir", f"{broker}:/nope", "-o", tmp_path / "q.json")
+    assert code == 2 and "no such log directory" in err
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_intra_broker_moves_get_their_own_batches_after_the_others(seed, tmp_path, run_cli):
+    """With --balance-dirs, batches between brokers keep each staying replica in its current directory; the
+    intra-broker batches come last and move them; all batches applied give the plan's lists and directories."""
+    g, inputs = _jbod_cluster(tmp_path, run_cli, seed)
+    code, _, err = run_cli("plan", *inputs, "--balance-dirs", "--remove", "1", "-o", tmp_path / "p.json", "-q")
+    assert code == 0, err
+    code, out, err = run_cli("batches", tmp_path / "p.json", "--current", *inputs, "-o", tmp_path / "b",
+                             "--max-moves-per-broker", "2", "--json")
+    assert code == 0, err
+    per = json.loads(out)["per_batch"]
+    intra = [b["intra_broker"] for b in per]
+    assert any(intra) and intra == sorted(intra)  # the intra-broker batches after the others
+    _, now, _ = _plain((g / "logdirs.txt").read_text())
+    lists = {}
+    where = dict(now)
+    for b in per:
+        for e in json.loads(Path(b["file"]).read_text())["partitions"]:
+            for r, p in zip(e["replicas"], e["log_dirs"]):
+                k = (e["topic"], e["partition"], r)
+                if not b["intra_broker"] and k in now:
+                    assert p == now[k], (b["file"], k)  # a staying replica waits for its intra-broker batch
+                where[k] = p
+            lists[e["topic"], e["partition"]] = e["replicas"]
+    planned = json.loads((tmp_path / "p.json").read_text())["partitions"]
+    for e in planned:
+        assert lists[e["topic"], e["partition"]] == e["replicas"]
+        assert [where[e["topic"], e["partition"], r] for r in e["replicas"]] == e["log_dirs"]
+    assert "--replica-alter-log-dirs-throttle" in (tmp_path / "b" / "steps.txt").read_text()

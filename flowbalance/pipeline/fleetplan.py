@@ -64,7 +64,7 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
         ok=True, reason=None, strategy=p.strategy,
         plan_json=files.plan, rollback_json=files.rollback, election_json=files.election,
         meta_json=sidecar_text("plan.json", state, request, files.plan, current=f"{cluster} (fleet snapshot)",
-                               plan_sha=rows_sha256(p.after, c.changed_rows)),
+                               plan_sha=rows_sha256(p.after, p.file_rows)),
         empty=p.is_empty, moves=c.moves, min_moves=cert["min_moves"], lower_bound=cert["lower_bound"],
         bound_for=cert["bound_for"], proven_optimal=cert["proven_optimal"], bytes_to_move=c.bytes_moved, leader_changes=c.leader_changes,
         changed_partitions=int(len(c.changed_rows)),
