@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ..model import ClusterState
 from ..targets import intervals
@@ -219,6 +218,7 @@ def improve(p: DiskProblem) -> tuple[np.ndarray, int]:
             # one matching per pass: each broker in at most one transfer of the pass; later passes use the pairs
             # left (a transfer is re-checked against the state the earlier ones left, see _apply)
             weights = np.where(np.isfinite(best), best, 0.0)
+            from scipy.optimize import linear_sum_assignment  # 0.2 s to import: only here
             rows, cols = linear_sum_assignment(weights, maximize=True)
             ok = np.isfinite(best[rows, cols]) & (pick[rows, cols] >= 0)
             rows, cols = rows[ok], cols[ok]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from ortools.sat.python import cp_model
+from ..lazy import cp_model  # CP-SAT, imported when a model is first built
 
 from .disk_problem import DiskProblem, DiskScore, disk_use, score
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from ortools.sat.python import cp_model
+from ..lazy import cp_model  # CP-SAT, imported when a model is first built
 
 from .failover_problem import BIG, FailoverProblem, Terms, choice_from_terms, term_values, terms, values
 

@@ -17,7 +17,6 @@ partitions are refused (a 100,000-partition topic takes about 35 s and 1.3 GB; u
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ..flow.mincost import solve_min_cost
 from ..flow.network import Network
@@ -84,6 +83,7 @@ def match(cur: np.ndarray, tmpl: np.ndarray, *, dense_limit: int = DENSE_LIMIT) 
     if n == 0:
         return np.zeros(0, dtype=np.int64), True
     if n <= dense_limit:
+        from scipy.optimize import linear_sum_assignment  # 0.2 s to import: only here
         rows, cols = linear_sum_assignment(dense_costs(cur, tmpl))
         out = np.empty(n, dtype=np.int64)
         out[rows] = cols
