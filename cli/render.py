@@ -195,7 +195,8 @@ def log_dirs_line(ld: dict) -> str:
     """A plan's log directories in one line: intra-broker moves and bytes against their lower bound, and the worst
     spread within a broker before → after."""
     sp = ld["worst_spread_bytes"]
-    spread = f"; worst spread within a broker {_bytes(sp[0])} → {_bytes(sp[1])}" if sp[0] is not None else ""
+    spread = (f"; worst spread within a broker {_bytes(sp[0])} → {_bytes(sp[1])} (no placement goes below "
+              f"{_bytes(ld['spread_lower_bound_bytes'])})" if sp[0] is not None else "")
     limits = "" if ld["within_limits"] else " [yellow](some directory stays above its limit)[/yellow]"
     what = (f"balanced within {ld['tolerance']:g}× each directory's share" if ld["balance"] else
             "each replica placed where its broker's directories stay most even")

@@ -141,10 +141,20 @@ def dirs_for_state(state, placements) -> tuple[ReplicaDirs | None, int]:
     ok = (rows >= 0) & (_find(have, have, k) >= 0)
     fk = keys_of(np.maximum(frows, 0), placements.dir_broker[placements.future_dir]) if len(frows) else frows
     fok = (frows >= 0) & (_find(have, have, fk) >= 0) if len(frows) else np.zeros(0, dtype=bool)
+    given = state.brokers.dir_capacity  # broker id -> {path: bytes}, from a broker file
+    capacity = np.array([given.get(int(b), {}).get(p, -1) for b, p in zip(placements.dir_broker.tolist(),
+                                                                          placements.dir_path)], dtype=np.int64)
     out = build_dirs(placements.dir_broker, placements.dir_path, rows[ok], placements.broker[ok],
                      placements.dir[ok], placements.size[ok], frows[fok],
-                     placements.dir_broker[placements.future_dir][fok], placements.future_dir[fok])
+                     placements.dir_broker[placements.future_dir][fok], placements.future_dir[fok], capacity=capacity)
     return out, int((~ok).sum())
+
+
+def unknown_capacities(state, dirs: ReplicaDirs | None) -> list[str]:
+    """Log directories a broker file gives a capacity for that kafka-log-dirs does not list (``BROKER:PATH``)."""
+    known = set() if dirs is None else set(zip(dirs.dir_broker.tolist(), dirs.dir_path))
+    return [f"{b}:{p}" for b, d in sorted(state.brokers.dir_capacity.items()) for p in sorted(d)
+            if (b, p) not in known]
 
 
 def _rows_of(state, topics: list[str], partitions: np.ndarray) -> np.ndarray:
@@ -278,3 +288,26 @@ def current_first(current: ReplicaDirs | None, final: ReplicaDirs | None) -> Rep
     known = current.dir >= 0
     paths = [current.dir_path[d] for d in current.dir[known].tolist()]
     return overlay(final, rows[known], ids[known], paths, current.size[known])
+
+
+def spread_floor(state) -> int:
+    """A lower bound on the worst spread within a broker (fullest directory less emptiest) over every placement
+    of ``state``'s replicas in their brokers' directories: a broker of k directories and T bytes whose largest
+    replica is z has one directory of at least z, and the emptiest of the others at most (T - z) / (k - 1), so its
+    spread is at least z - (T - z) / (k - 1) (rounded up; 0 when negative)."""
+    d = state.dirs
+    if d is None:
+        return 0
+    _, rows, ids = replica_keys(state)
+    z = np.maximum(np.asarray(state.size)[rows], 0)
+    at = d.lookup(rows, ids)
+    rows_known = at >= 0  # replicas of brokers with known directories
+    best = 0
+    for b in np.unique(ids[rows_known]).tolist():
+        k = len(d.dirs_of(b))
+        if k < 2:
+            continue
+        mine = z[(ids == b) & rows_known]
+        top, total = int(mine.max(initial=0)), int(mine.sum())
+        best = max(best, top - (total - top) // (k - 1))
+    return max(best, 0)

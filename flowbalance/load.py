@@ -11,7 +11,7 @@ from .errors import InputError, RequestError
 from .formats.brokerfile import read_broker_file
 from .formats.describe import read_describe
 from .formats.detect import ASSIGNMENT_FORMATS, detect_assignment_format
-from .dirs import dirs_for_state
+from .dirs import dirs_for_state, unknown_capacities
 from .formats.logdirs import LogDirs, sizes_for
 from .formats.raw import RawAssignment
 from .formats.reassignment import read_generate_output, read_reassignment_json
@@ -157,6 +157,10 @@ def _with_sizes(state: ClusterState, ld: LogDirs, warnings: list[str]) -> Cluste
     if dirs is not None and stray:
         warnings.append(f"{ld.source}: {stray} replicas are not in the assignment on that broker (their log "
                         "directories ignored)")
+    missing_dirs = unknown_capacities(state, dirs)
+    if missing_dirs:
+        warnings.append(f"{ld.source}: the broker file gives capacities of log directories it does not list "
+                        f"({', '.join(missing_dirs[:5])}{', ...' if len(missing_dirs) > 5 else ''}; ignored)")
     return replace(state, size=size, log_dirs=ld.dirs, dirs=dirs)
 
 

@@ -38,6 +38,8 @@ class Brokers:
     # bool [N]: brokers closed to new replicas (fenced, cordoned, drained slowly, full): they keep what they hold
     # and receive nothing; None: none closed
     closed: np.ndarray | None = None
+    # broker id -> {log directory path: capacity in bytes}, from a broker file (JBOD); empty when not given
+    dir_capacity: dict = field(default_factory=dict)
 
     @staticmethod
     def build(
@@ -140,7 +142,8 @@ class Brokers:
         weights = list(self.weight) + [1.0] * len(new)
         caps = [None if c < 0 else int(c) for c in self.capacity] + [None] * len(new)
         removed = list(self.removed) + [False] * len(new)
-        return Brokers.build(all_ids, racks, weights, caps, removed, list(self.no_new) + [False] * len(new))
+        out = Brokers.build(all_ids, racks, weights, caps, removed, list(self.no_new) + [False] * len(new))
+        return replace(out, dir_capacity=self.dir_capacity) if self.dir_capacity else out
 
     def __iter__(self) -> Iterator[Broker]:
         for i in range(len(self.ids)):

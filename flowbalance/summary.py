@@ -157,7 +157,7 @@ def metrics_dict(state: ClusterState, m: StateMetrics, *, max_listed: int = 20) 
 def _dirs_fields(p) -> dict | None:
     """The plan's log directories (JBOD): intra-broker moves and bytes against their lower bound, the worst spread
     within a broker before and after; None when the directories are not known."""
-    from .dirs import dirs_summary
+    from .dirs import dirs_summary, spread_floor
 
     m = p.dir_moves
     if m is None:
@@ -175,6 +175,7 @@ def _dirs_fields(p) -> dict | None:
                                after["worst_spread_bytes"] if after else None],
         "worst_max_over_mean": [before["worst_max_over_mean"] if before else None,
                                 after["worst_max_over_mean"] if after else None],
+        "spread_lower_bound_bytes": spread_floor(p.after),
     }
 
 

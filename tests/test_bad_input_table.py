@@ -344,7 +344,7 @@ case("brokers_empty_file", plan_args("a.json", "--brokers", "b.csv"), "b.csv", "
 case("brokers_list_of_numbers", ["check", "a.json", "--brokers", "b.json"], "b.json", "[0]", "expected an object",
      "int", files={"b.json": "[1, 2, 3, 4]"})
 case("brokers_too_many_columns", ["check", "a.json", "--brokers", "b.csv"], "b.csv", "line 2", "too many columns",
-     files={"b.csv": "id,rack\n1,a,1,100,live,x\n2,b\n3,a\n4,b\n"})
+     files={"b.csv": "id,rack\n1,a,1,100,live,/d=1,x\n2,b\n3,a\n4,b\n"})
 case("brokers_malformed_json", ["report", "a.json", "--brokers", "b.json"], "b.json", "line 1", "malformed JSON",
      files={"b.json": '[{"id": 1, "rack": "a"},'})
 case("brokers_unlisted_broker_plan", plan_args("a.json", "--brokers", "b.csv"), "a.json", "broker 4",
@@ -352,7 +352,7 @@ case("brokers_unlisted_broker_plan", plan_args("a.json", "--brokers", "b.csv"), 
 
 # -- hostile names: shown literally, never read as terminal markup --
 case("hostile_rack_too_many_columns", ["check", "a.json", "--brokers", "b.csv"], "b.csv", "line 3", "[/a]",
-     files={"b.csv": "id,rack\n1,a\n2,[/a],1,100,live,extra\n3,a\n4,b\n"})
+     files={"b.csv": "id,rack\n1,a\n2,[/a],1,100,live,/d=1,extra\n3,a\n4,b\n"})
 case("hostile_rack_then_unknown_remove", plan_args("a.json", "--brokers", "b.csv", "--remove", "9"),
      "--remove", "9", files={"b.csv": "id,rack\n1,[/a]\n2,[bold]x[/bold]\n3,[/a]\n4,[bold]x[/bold]\n"})
 case("hostile_rack_json_not_string", ["report", "a.json", "--brokers", "b.json"], "b.json", "[1].rack",

@@ -383,3 +383,73 @@ def test_intra_broker_moves_get_their_own_batches_after_the_others(seed, tmp_pat
         assert lists[e["topic"], e["partition"]] == e["replicas"]
         assert [where[e["topic"], e["partition"], r] for r in e["replicas"]] == e["log_dirs"]
     assert "--replica-alter-log-dirs-throttle" in (tmp_path / "b" / "steps.txt").read_text()
+
+
+# ---- directory capacities from the broker file ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["json", "csv"])
+def test_directory_capacities_from_the_broker_file_are_kept(form, tmp_path, run_cli):
+    """A broker file's log_dirs capacities: shown by check, and no arriving replica takes a directory above its
+    capacity when another of its broker's directories can hold it."""
+    g, _ = _jbod_cluster(tmp_path, run_cli, 7)
+    used, _, _ = _plain((g / "logdirs.txt").read_text())
+    target = 4  # the new broker's directories are unknown: give an existing one tight capacities instead
+    caps = {p: used[b, p] + (1 if p.endswith("-0") else 10**13) for b, p in used if b == target}
+    ids = sorted({b for b, _ in used})
+    if form == "json":
+        doc = [{"id": b, **({"log_dirs": caps} if b == target else {})} for b in ids]
+        (tmp_path / "b.json").write_text(json.dumps(doc))
+        brokers = tmp_path / "b.json"
+    else:
+        text = ";".join(f"{p}={c}" for p, c in caps.items())
+        (tmp_path / "b.csv").write_text("id,rack,weight,capacity_bytes,state,log_dirs\n" + "".join(
+            f"{b},,,,,{text if b == target else ''}\n" for b in ids))
+        brokers = tmp_path / "b.csv"
+    inputs = [g / "assignment.json", "--brokers", brokers, "--sizes", g / "logdirs.txt"]
+    code, out, _ = run_cli("check", *inputs, "--json")
+    shown = {(e["broker"], e["path"]): e["capacity_bytes"] for e in json.loads(out)["log_dirs"]["per_directory"]}
+    assert {p: shown[target, p] for p in caps} == caps
+    code, _, err = run_cli("plan", *inputs, "--remove", "0", "-o", tmp_path / "p.json", "-q")
+    assert code == 0, err
+    full = next(p for p in caps if p.endswith("-0"))
+    arrived = [e for e in json.loads((tmp_path / "p.json").read_text())["partitions"]
+               if target in e["replicas"] and e["log_dirs"][e["replicas"].index(target)] == full]
+    _, now, _ = _plain((g / "logdirs.txt").read_text())
+    assert all((e["topic"], e["partition"], target) in now for e in arrived)  # nothing new in the full directory
+
+
+@pytest.mark.parametrize("text,what", [("id,rack,weight,capacity_bytes,state,log_dirs\n1,,,,,data=5\n", "absolute"),
+                                       ("id,rack,weight,capacity_bytes,state,log_dirs\n1,,,,,/d=x\n", "integer"),
+                                       ("id,rack,weight,capacity_bytes,state,log_dirs\n1,,,,,/d=5;/d=6\n", "twice"),
+                                       ("id,rack,weight,capacity_bytes,state,log_dirs\n1,,,,,/d\n", "PATH=BYTES")])
+def test_bad_directory_capacities_are_one_line(text, what, tmp_path, run_cli):
+    (tmp_path / "a.json").write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]}]}')
+    (tmp_path / "b.csv").write_text(text)
+    code, _, err = run_cli("check", tmp_path / "a.json", "--brokers", tmp_path / "b.csv")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and what in err and "line 2: log_dirs" in err
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_spread_floor_is_below_every_placement(seed):
+    """The printed floor of the worst spread within a broker is at most the spread of every placement (brute
+    force over all placements of one broker's replicas), and met by the best one when a replica dominates."""
+    import itertools
+    from dataclasses import replace
+
+    from flowbalance.dirs import build_dirs, spread_floor
+
+    rng = np.random.default_rng(seed)
+    m, k = int(rng.integers(1, 6)), int(rng.integers(2, 4))
+    sizes = rng.integers(1, 100, size=m) * (10 if seed % 3 == 0 else 1)
+    if seed % 3 == 0:
+        sizes[0] = 10**4  # one replica dominates
+    st = ClusterState.build(Brokers.build([0]), ["t"] * m, range(m), np.zeros((m, 1), dtype=np.int64), size=sizes)
+    st = replace(st, dirs=build_dirs(np.zeros(k, np.int64), [f"/d{i}" for i in range(k)], np.arange(m),
+                                     np.zeros(m, np.int64), np.zeros(m, np.int64), sizes))
+    best = min(max(loads) - min(loads) for choice in itertools.product(range(k), repeat=m)
+               for loads in [[int(sizes[[i for i in range(m) if choice[i] == d]].sum()) for d in range(k)]])
+    floor = spread_floor(st)
+    assert floor <= best
+    if seed % 3 == 0:
+        assert floor > 0
