@@ -30,7 +30,8 @@ from functools import cached_property
 import numpy as np
 from ortools.graph.python import max_flow
 
-from ..flow.mincost import solve_min_cost, try_min_cost
+from ..flow.mincost import FlowError, try_min_cost
+from ..flow.mincost import _solve as _solve_arrays  # the one OR-Tools solve that ``try_min_cost`` makes
 from ..flow.network import Network
 from .failover_problem import (FailoverProblem, Terms, changes, choice_from_terms, fewest_changes, find_options,
                                group_of, loads, rank, row_extremes, spreads, terms, values)
@@ -421,49 +422,86 @@ def convex_rounds(prob: FailoverProblem, choice: np.ndarray, iterations: int,
     so that a caller can go on weighing the rows that stay at the worst."""
     lay, t = Layout.of(prob), terms(prob)
     best, best_key = choice, sort_key(prob, choice)
-    new = choice
+    new, net = choice, None
     for _ in range(iterations):
-        new = fewest_changes(prob, _convex_step(prob, lay, t, new, weight))
-        key = sort_key(prob, new)
+        net = _ConvexNet.for_choice(prob, lay, t, new, net)
+        new = fewest_changes(prob, net.step(new, weight))
+        sp = spreads(prob, new)
+        key = (int(sp.max()), int((sp == sp.max()).sum())) + changes(prob, new)  # sort_key, from sp
         if key < best_key:
             best, best_key = new, key
-        sp = spreads(prob, new)
         weight = np.minimum(np.where(sp == sp.max(), weight * ROW_WEIGHT_STEP, weight), ROW_WEIGHT_MAX)
     return best, weight
 
 
-def _convex_step(prob: FailoverProblem, lay: Layout, t: Terms, choice: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """One min-cost flow: groups of interchangeable rows -> pair nodes (a row off its reference pair costs 1,
-    off its reference leader 2) -> (cells ->) leaders; the j-th unit of a pair node costs by the deviation it
-    brings its cell to; each leader receives as many rows as it leads now, each topic cell within its interval.
-    ``choice`` gives the leader counts (and, with topics, the units the other topics put on each pair)."""
-    N, Q, C = prob.N, lay.Q, lay.C
-    G = len(t.size)
-    L = loads(prob, choice)[0]
-    net = Network()
-    gnode, qnode, cnode, lnode = net.nodes(G), net.nodes(Q), net.nodes(C), net.nodes(N)
-    supply = np.zeros(net.num_nodes, dtype=np.int64)
-    supply[gnode] = t.size
-    supply[lnode] = -(L - prob.fixed_L)
-    net.set_supply(supply)
-    parts = [(np.flatnonzero(cap), cost, cap) for cost, cap in enumerate(_change_caps(prob, t))]
-    arcs = [net.add(gnode[t.g[k]], qnode[lay.opt_q[t.opt[k]]], cap[k], cost) for k, cost, cap in parts]
-    units = np.bincount(lay.opt_q[t.opt], weights=t.size[t.g], minlength=Q).astype(np.int64)
-    q = np.repeat(np.arange(Q), units)
-    j = np.arange(len(q)) - np.repeat(np.cumsum(units) - units, units) + 1
-    q, cost, cap = _merge_units(q, _unit_costs(prob, lay, choice, weight, q, j))
-    head = cnode[lay.q_cell[q]] if C else lnode[lay.pair_l[lay.q_pair[q]]]
-    net.add(qnode[q], head, cap, cost)
-    if C:
-        tlo, thi = prob.tlo[lay.cell_t, lay.cell_l], prob.thi[lay.cell_t, lay.cell_l]
-        lo = np.maximum(tlo, 0)
-        net.force(cnode[lo > 0], lnode[lay.cell_l[lo > 0]], lo[lo > 0])
-        net.add(cnode, lnode[lay.cell_l], thi - lo, 0)
-    flows = solve_min_cost(net)[0]
-    val = np.zeros(len(t.g), dtype=np.int64)
-    for a, (k, _, _) in zip(arcs, parts):
-        val[k] += flows[a]
-    return choice_from_terms(prob, t, val)
+class _ConvexNet:
+    """The convex min-cost flow of one round (``step``): groups of interchangeable rows -> pair nodes (a row off
+    its reference pair costs 1, off its reference leader 2) -> (cells ->) leaders; the j-th unit of a pair node
+    costs by the deviation it brings its cell to; each leader receives as many rows as it leads now, each topic
+    cell within its interval.
+
+    Built once per leader counts ``L``, not once per round: every round holds the leader counts, so only the
+    units' costs change between rounds (the rows' weights; with topics the units the other topics hold), and the
+    arcs from groups to pair nodes, the units and the supplies are the same. Each solve gets the arcs, in the
+    order, and the supplies the network built per round gave (OR-Tools' flow among equal-cost optima depends on
+    them), so the flows are the same (tests/test_failover_convex.py)."""
+
+    def __init__(self, prob: FailoverProblem, lay: Layout, t: Terms, L: np.ndarray):
+        N, Q, C = prob.N, lay.Q, lay.C
+        G = len(t.size)
+        self.prob, self.lay, self.t, self.L = prob, lay, t, L
+        gnode, qnode = np.arange(G), G + np.arange(Q)
+        cnode, lnode = G + Q + np.arange(C), G + Q + C + np.arange(N)
+        self.num_nodes = G + Q + C + N
+        supply = np.zeros(self.num_nodes, dtype=np.int64)
+        supply[gnode] = t.size
+        supply[lnode] = -(L - prob.fixed_L)
+        parts = [(np.flatnonzero(cap), cost, cap) for cost, cap in enumerate(_change_caps(prob, t))]
+        self.parts = [k for k, _, _ in parts]  # per cost: the terms whose arcs carry it, in arc order
+        self.g_tails = np.concatenate([gnode[t.g[k]] for k, _, _ in parts])
+        self.g_heads = np.concatenate([qnode[lay.opt_q[t.opt[k]]] for k, _, _ in parts])
+        self.g_caps = np.concatenate([cap[k] for k, _, cap in parts]).astype(np.int64)
+        self.g_costs = np.concatenate([np.full(len(k), cost, dtype=np.int64) for k, cost, _ in parts])
+        units = np.bincount(lay.opt_q[t.opt], weights=t.size[t.g], minlength=Q).astype(np.int64)
+        self.q = np.repeat(np.arange(Q), units)
+        self.j = np.arange(len(self.q)) - np.repeat(np.cumsum(units) - units, units) + 1
+        self.q_head = cnode[lay.q_cell] if C else lnode[lay.pair_l[lay.q_pair]]
+        self.tail_arcs = [np.zeros(0, dtype=np.int64)] * 4  # tails, heads, caps, costs after the units' arcs
+        if C:
+            tlo, thi = prob.tlo[lay.cell_t, lay.cell_l], prob.thi[lay.cell_t, lay.cell_l]
+            lo = np.maximum(tlo, 0)
+            np.subtract.at(supply, cnode[lo > 0], lo[lo > 0])  # the forced flow (``Network.force``)
+            np.add.at(supply, lnode[lay.cell_l[lo > 0]], lo[lo > 0])
+            self.tail_arcs = [cnode, lnode[lay.cell_l], np.asarray(thi - lo, dtype=np.int64),
+                              np.zeros(C, dtype=np.int64)]
+        self.supply = supply
+
+    @staticmethod
+    def for_choice(prob: FailoverProblem, lay: Layout, t: Terms, choice: np.ndarray,
+                   net: "_ConvexNet | None") -> "_ConvexNet":
+        """``net`` when it was built for ``choice``'s leader counts, else a new one for them."""
+        L = loads(prob, choice)[0]
+        return net if net is not None and np.array_equal(net.L, L) else _ConvexNet(prob, lay, t, L)
+
+    def step(self, choice: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """One solve: the choice the flow gives. ``choice`` (with this net's leader counts) gives, with topics,
+        the units the other topics put on each pair."""
+        prob, lay, t = self.prob, self.lay, self.t
+        q, cost, cap = _merge_units(self.q, _unit_costs(prob, lay, choice, weight, self.q, self.j))
+        tails = np.concatenate([self.g_tails, q + len(t.size), self.tail_arcs[0]])
+        heads = np.concatenate([self.g_heads, self.q_head[q], self.tail_arcs[1]])
+        caps = np.concatenate([self.g_caps, cap, self.tail_arcs[2]])
+        costs = np.concatenate([self.g_costs, cost, self.tail_arcs[3]])
+        res = _solve_arrays(tails, heads, caps, costs, self.supply, self.num_nodes)
+        if res is None:
+            raise FlowError("min-cost flow found no feasible flow")
+        flows = res[0]
+        val = np.zeros(len(t.g), dtype=np.int64)
+        at = 0
+        for k in self.parts:
+            val[k] += flows[at:at + len(k)]
+            at += len(k)
+        return choice_from_terms(prob, t, val)
 
 
 def _change_caps(prob: FailoverProblem, t: Terms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
