@@ -304,16 +304,15 @@ def fewest_changes(prob: FailoverProblem, choice: np.ndarray) -> np.ndarray:
 
 def match(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pair positions of ``a`` and ``b`` with equal keys, the k-th of a key in ``a`` (by position) with the k-th
-    in ``b``: as many pairs per key as the smaller side has."""
-    dense = np.unique(np.concatenate([a, b]), return_inverse=True)[1].ravel()  # small keys: no overflow below
-    a, b = dense[:len(a)], dense[len(a):]
+    in ``b``: as many pairs per key as the smaller side has; pairs in (key, k) order. Two stable sorts and one
+    search: the k-th of a key in sorted ``b`` is k places after its first (the convex rounds call this twice
+    per round on every free row)."""
     oa, ob = np.argsort(a, kind="stable"), np.argsort(b, kind="stable")
     sa, sb = a[oa], b[ob]
-    width = len(a) + len(b) + 1
-    ka = sa * width + rank(sa)  # (key, rank) as one number
-    kb = sb * width + rank(sb)
-    _, ia, ib = np.intersect1d(ka, kb, assume_unique=True, return_indices=True)
-    return oa[ia], ob[ib]
+    at = np.searchsorted(sb, sa) + rank(sa)  # where the k-th of sa's key would be in sb
+    ok = at < len(sb)
+    ok[ok] = sb[at[ok]] == sa[ok]
+    return oa[ok], ob[at[ok]]
 
 
 def rank(sorted_keys: np.ndarray) -> np.ndarray:
