@@ -176,3 +176,20 @@ def emptied_dirs(dirs: ReplicaDirs, items: tuple[str, ...]) -> np.ndarray:
             raise RequestError("remove_log_dirs", "this would empty every log directory of the broker: remove the "
                                                   "broker instead", item)
     return out
+
+
+def open_capacity(state, emptied: np.ndarray) -> np.ndarray:
+    """int64 [N] over ``state.brokers``: the bytes a broker's directories that are not being emptied can hold, where
+    every one of them has a capacity (-1 elsewhere): with a directory emptied, the broker as a whole holds no more,
+    so what its other directories cannot take must leave the broker (the disk stage's capacity repair)."""
+    b = state.brokers
+    out = np.full(len(b), -1, dtype=np.int64)
+    d = state.dirs
+    if d is None or not emptied.any():
+        return out
+    for broker in np.unique(d.dir_broker[emptied]).tolist():
+        mine = d.dirs_of(broker)
+        rest = mine[~emptied[mine]]
+        if len(rest) and (d.capacity[rest] >= 0).all():
+            out[b.index_of(np.array([broker]))[0]] = int(d.capacity[rest].sum())
+    return out

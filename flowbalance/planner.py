@@ -17,9 +17,10 @@ from .chain.demote_step import demote_chain
 from .chain.base import Context, Progress, run_chain
 from .chain.precheck import improves, meets_every_target, must_change
 from .chain.steps import flow_chain, template_chain
-from .dir_balance import DirMoves, emptied_dirs, place
+from .dir_balance import DirMoves, emptied_dirs, open_capacity, place
 from .dirs import misplaced
-from .errors import RequestError
+from .errors import PlanningError, RequestError
+from .summary import format_bytes
 from .formats.writers import election_json, reassignment_json
 from .metrics import (Changes, StateMetrics, above_capacity, compare, disk_max_over_mean_of, disk_use, disk_within,
                       measure, topic_lower_bound)
@@ -87,6 +88,43 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     only in ``extra_moves`` (the frontier's budget points): stage 1 and each budget slack are solved once for all.
     The plans are the same as without it."""
     request = _request_of(request, fields)
+    capped = _dir_capacity(state, request)
+    p = _plan_once(capped, request, pinned, notes, progress, memo)
+    for _ in range(SPILL_ROUNDS - 1):
+        tighter = _spill_capacity(capped, p)
+        if tighter is None:
+            break
+        try:
+            p, capped = _plan_once(tighter, request, pinned, notes, progress, None), tighter
+        except PlanningError:  # the tighter capacity cannot be met either
+            break
+    _check_dir_capacity(p)
+    return p
+
+
+def _check_dir_capacity(p: Plan) -> None:
+    """A log directory's capacity is a hard rule: a plan that leaves one above it is a PlanningError (naming the
+    worst), not a plan."""
+    d = p.after.dirs
+    if d is None:
+        return
+    used = d.dir_bytes()
+    over = np.flatnonzero((d.capacity >= 0) & (used > d.capacity))
+    if len(over):
+        i = int(over[np.argmax(used[over] - d.capacity[over])])
+        raise PlanningError(
+            f"log directory capacity cannot be met: broker {int(d.dir_broker[i])} {d.dir_path[i]} would hold "
+            f"{format_bytes(int(used[i]))} against its capacity {format_bytes(int(d.capacity[i]))} ({len(over)} "
+            f"director{'ies' if len(over) != 1 else 'y'} above); its other directories cannot pack the rest: add "
+            "capacity, or remove the broker instead")
+
+
+SPILL_ROUNDS = 4  # plans at most, when emptying a log directory leaves its broker's others unable to pack the rest
+
+
+def _plan_once(state: ClusterState, request: PlanRequest, pinned: np.ndarray | None, notes: Sequence[str],
+               progress: Progress | None, memo: dict | None) -> Plan:
+    """One plan of ``state`` (see ``plan``)."""
     say = progress or (lambda step, of, name: None)
     t0 = time.perf_counter()
     r = resolve(state, request, pinned)
@@ -112,6 +150,41 @@ def plan(state: ClusterState, request: PlanRequest | None = None, *, pinned: np.
     return Plan(before=r.before, after=after, target_rf=r.target_rf, movable=r.movable, changes=changes,
                 metrics_before=mb, metrics_after=ma, certificate=cert, stages_run=tuple(ctx.ran),
                 seconds=ctx.seconds, skipped=skipped, request=request, prechecked=prechecked, dir_moves=dir_moves)
+
+
+def _dir_capacity(state: ClusterState, request: PlanRequest) -> ClusterState:
+    """``state`` with a broker whose log directory is being emptied limited to what its other directories hold
+    (when their capacities are known): the replicas they cannot take then leave the broker, moved by the disk
+    stage's capacity repair, and the rest move between its directories."""
+    if state.dirs is None or not request.remove_log_dirs:
+        return state
+    cap = open_capacity(state, emptied_dirs(state.dirs, request.remove_log_dirs))
+    if not (cap >= 0).any():
+        return state
+    b = state.brokers
+    new = np.where(cap >= 0, np.where(b.capacity >= 0, np.minimum(b.capacity, cap), cap), b.capacity)
+    return state.with_brokers(replace(b, capacity=new.astype(np.int64)))
+
+
+def _spill_capacity(state: ClusterState, p: Plan) -> ClusterState | None:
+    """When a broker emptying a log directory was given a capacity (``_dir_capacity``) and its other directories
+    still could not pack what it kept (sizes that do not fit, however the total does), that broker's capacity
+    lowered by the bytes above its directories' capacities, for one more plan; None when nothing is above."""
+    m = p.dir_moves
+    if m is None or m.within_limits or not p.request.remove_log_dirs:
+        return None
+    d = p.after.dirs
+    over = np.maximum(d.dir_bytes() - np.where(d.capacity >= 0, d.capacity, np.iinfo(np.int64).max), 0)
+    b = state.brokers
+    cap = b.capacity.copy()
+    changed = False
+    for broker in np.unique(d.dir_broker[over > 0]).tolist():
+        i = int(b.index_of(np.array([broker]))[0])
+        if cap[i] >= 0:  # the bytes above, and room for one more of its largest replicas (packing slack)
+            biggest = int(np.maximum(d.size[(d.key % 2**31) == broker], 0).max(initial=0))
+            cap[i] = max(cap[i] - int(over[d.dirs_of(broker)].sum()) - biggest, 0)
+            changed = True
+    return state.with_brokers(replace(b, capacity=cap)) if changed else None
 
 
 def _with_dirs(r: Resolved, after: ClusterState) -> tuple[ClusterState, DirMoves | None]:

@@ -453,3 +453,54 @@ def test_spread_floor_is_below_every_placement(seed):
     assert floor <= best
     if seed % 3 == 0:
         assert floor > 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_directory_its_broker_cannot_absorb_spills_to_other_brokers(seed, tmp_path, run_cli):
+    """Emptying a directory whose broker's other directories are nearly full (capacities in the broker file): what
+    they cannot hold leaves the broker (the disk stage's capacity repair), the rest moves between its directories,
+    nothing stays in the emptied one and no directory ends above its capacity."""
+    g, _ = _jbod_cluster(tmp_path, run_cli, 20 + seed)
+    used, now, _ = _plain((g / "logdirs.txt").read_text())
+    broker, path = max(used, key=lambda k: (used[k], k))
+    slack = used[broker, path] // 3  # the other directories can take about a third of it
+    caps = {p: used[b, p] + (slack // 2 if p != path else 0) for b, p in used if b == broker}
+    caps[path] = used[broker, path]
+    ids = sorted({b for b, _ in used})
+    (tmp_path / "b.json").write_text(json.dumps([{"id": b, **({"log_dirs": caps} if b == broker else {})}
+                                                 for b in ids]))
+    inputs = [g / "assignment.json", "--brokers", tmp_path / "b.json", "--sizes", g / "logdirs.txt"]
+    code, out, err = run_cli("plan", *inputs, "--remove-log-dir", f"{broker}:{path}", "-o", tmp_path / "p.json",
+                             "--json")
+    if code == 2:  # the rest cannot be packed in the other directories: a hard rule, refused in one line
+        assert err.strip().splitlines()[-1].startswith("flowbalance: error: log directory capacity cannot be met")
+        assert not (tmp_path / "p.json").exists()
+        return
+    assert code == 0, err
+    d = json.loads(out)
+    plan = {(e["topic"], e["partition"]): e for e in json.loads((tmp_path / "p.json").read_text())["partitions"]}
+    emptied = [k for k, v in now.items() if k[2] == broker and v == path]
+    left = [k for k in emptied if broker not in plan[k[:2]]["replicas"]]
+    assert left, "some replicas had to leave the broker"
+    placed = defaultdict(int)
+    sizes = {(t, n): z for (t, n, b), z in _sizes_of(g).items()}
+    for (t, n), e in plan.items():
+        for b, p in zip(e["replicas"], e["log_dirs"]):
+            if b == broker:
+                placed[p] += sizes[t, n]
+    for (t, n, b), p in now.items():  # replicas the plan does not list stay where they are
+        if b == broker and (t, n) not in plan:
+            placed[p] += sizes[t, n]
+    assert placed.get(path, 0) == 0 and all(placed[p] <= caps[p] for p in placed), (placed, caps)
+
+
+def _sizes_of(g) -> dict:
+    """(topic, partition, broker) -> the replica's size, from kafka-log-dirs."""
+    doc = json.loads((g / "logdirs.txt").read_text().splitlines()[-1])
+    out = {}
+    for b in doc["brokers"]:
+        for d in b["logDirs"]:
+            for p in d["partitions"]:
+                topic, _, num = p["partition"].rpartition("-")
+                out[topic, int(num), b["broker"]] = p["size"]
+    return out
