@@ -504,3 +504,37 @@ def _sizes_of(g) -> dict:
                 topic, _, num = p["partition"].rpartition("-")
                 out[topic, int(num), b["broker"]] = p["size"]
     return out
+
+
+# ---- the fleet ---------------------------------------------------------------------------------------------
+
+
+def test_fleet_plans_log_directories_as_the_command_line(tmp_path, run_cli):
+    """A JBOD cluster folder in a fleet snapshot: ingest's parser carries each replica's directory in ``dirs``
+    rows, and the planning task writes the plan ``flowbalance plan`` writes, log_dirs included, byte for byte
+    (no Spark: the parser and the task on the pandas rows a Spark task gets)."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyspark")
+    from flowbalance.pipeline import rows
+    from flowbalance.pipeline.fleetplan import plan_cluster
+    from flowbalance.pipeline.ingest import parse_cluster
+
+    g, inputs = _jbod_cluster(tmp_path, run_cli, 3)
+    code, _, err = run_cli("plan", *inputs, "--remove", "1", "--balance-dirs", "-o", tmp_path / "p.json", "-q")
+    assert code == 0, err
+    names = ["assignment.json", "brokers.csv", "logdirs.txt"]
+    files = pd.DataFrame({"cluster": "c1", "name": names, "content": [(g / n).read_bytes() for n in names]})
+    long = parse_cluster(files, {"c1": {"remove": [1], "balance_dirs": True}})
+    assert "error" not in set(long["kind"]), long[long["kind"] == "error"]["reason"].tolist()
+    dirs = long[long["kind"] == "dirs"]
+    _, now, _ = _plain((g / "logdirs.txt").read_text())
+    assert {(t, int(p), int(b)): d for t, p, b, d in zip(dirs.topic, dirs.partition, dirs.broker, dirs.log_dir)} == now
+    row = plan_cluster(long).iloc[0].to_dict()
+    assert row["ok"], row["reason"]
+    assert row["plan_json"] == (tmp_path / "p.json").read_text()
+    # the rows and the state are inverses, directories included
+    state = rows.rows_state(long[long.kind == "brokers"], long[long.kind == "replicas"], long[long.kind == "sizes"],
+                            dirs=dirs)
+    again = rows.dir_rows("c1", state)
+    assert sorted(map(tuple, again[["topic", "partition", "broker", "log_dir", "bytes"]].values.tolist())) == \
+        sorted(map(tuple, dirs[["topic", "partition", "broker", "log_dir", "bytes"]].values.tolist()))

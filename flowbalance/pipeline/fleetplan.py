@@ -46,7 +46,7 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
         held = req.pop(HELD_KEY, None)
         request = PlanRequest.from_json(req, f"fleet.json: clusters.{cluster}")
         state = rows.rows_state(pdf[pdf.kind == "brokers"], pdf[pdf.kind == "replicas"], pdf[pdf.kind == "sizes"],
-                                had_log_dirs=had_dirs)
+                                had_log_dirs=had_dirs, dirs=pdf[pdf.kind == "dirs"])
         pinned = _held_rows(state, held["partitions"]) if held is not None else None
         p = plan(state, request, pinned=pinned, notes=held["notes"] if held is not None else ())
     except RequestError as err:  # a field that does not fit this cluster (an unknown broker, topic, ...)
@@ -119,6 +119,8 @@ def plan_fleet(tables: Tables, clusters: DataFrame | None = None, counter=None,
             .unionByName(as_long(tables.replicas.join(keep.select("cluster"), "cluster", "left_semi"), "replicas"))
             .unionByName(as_long(tables.sizes.join(keep.select("cluster"), "cluster", "left_semi"), "sizes"))
             .unionByName(as_long(meta, "clusters")))
+    if tables.dirs is not None:
+        long = long.unionByName(as_long(tables.dirs.join(keep.select("cluster"), "cluster", "left_semi"), "dirs"))
     assert long.columns == LONG_COLUMNS
     long = long.join(keep, "cluster").repartition(len(tasks), "_slot")
 

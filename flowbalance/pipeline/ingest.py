@@ -31,7 +31,7 @@ TABLES = ("brokers", "replicas", "sizes", "metrics")
 # one long schema for every table a parse task emits; ``kind`` says which table a row belongs to
 LONG = ("kind string, cluster string, topic string, partition int, position int, broker int, rack string, "
         "weight double, capacity_bytes long, state string, bytes long, had_log_dirs boolean, request string, "
-        "stage string, reason string")
+        "stage string, reason string, log_dir string")
 LONG_COLUMNS = [c.strip().split(" ")[0] for c in LONG.split(",")]
 
 
@@ -45,6 +45,7 @@ class Tables:
     clusters: DataFrame
     errors: DataFrame
     metrics: DataFrame | None = None
+    dirs: DataFrame | None = None  # each replica's log directory (JBOD clusters of a dump snapshot), or None
     cached: list[DataFrame] = field(default_factory=list)  # cached here: unpersist when done (``release``)
 
     def release(self) -> None:
@@ -141,7 +142,7 @@ def parse_cluster(pdf: pd.DataFrame, requests: dict[str, dict]) -> pd.DataFrame:
     meta = pd.DataFrame({"cluster": [cluster], "had_log_dirs": [bool(state.had_log_dirs)],
                          "request": [json.dumps(with_held(req, state, given), sort_keys=True)]})
     return pd.concat([_long("brokers", t["brokers"]), _long("replicas", t["replicas"]), _long("sizes", t["sizes"]),
-                      _long("clusters", meta)], ignore_index=True)
+                      _long("dirs", rows.dir_rows(cluster, state)), _long("clusters", meta)], ignore_index=True)
 
 
 HELD_KEY = "_held"  # in a cluster's stored request: partitions that stay in place, and the notes that say why
@@ -165,7 +166,7 @@ def _split(long: DataFrame, metrics: DataFrame | None = None) -> Tables:
 
     return Tables(brokers=pick("brokers", rows.BROKERS), replicas=pick("replicas", rows.REPLICAS),
                   sizes=pick("sizes", rows.SIZES), clusters=pick("clusters", rows.CLUSTERS),
-                  errors=pick("error", rows.ERRORS), metrics=metrics, cached=[long])
+                  errors=pick("error", rows.ERRORS), metrics=metrics, cached=[long], dirs=pick("dirs", rows.DIRS))
 
 
 def ingest_dumps(spark: SparkSession, root: str, requests: dict[str, dict], counter=None) -> Tables:

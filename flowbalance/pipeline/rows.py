@@ -5,6 +5,8 @@ Tables (the same columns in Spark, Parquet and CSV):
 * ``brokers(cluster, broker, rack, weight, capacity_bytes, state)``: ``state`` is ``live`` or ``removed``;
 * ``replicas(cluster, topic, partition, position, broker)``: ``position`` 0 is the preferred leader;
 * ``sizes(cluster, topic, partition, bytes)``;
+* ``dirs(cluster, topic, partition, broker, log_dir, bytes)``: each replica's log directory and size, for clusters
+  whose brokers have several (JBOD; from a dump's kafka-log-dirs output);
 * ``clusters(cluster, had_log_dirs, request)``: whether the dump carried ``log_dirs`` (the plan then writes
   ``"log_dirs": ["any", ...]``, as ``flowbalance plan`` does) and the request as JSON text.
 
@@ -21,6 +23,7 @@ from ..model import PAD, Brokers, ClusterState
 BROKERS = "cluster string, broker int, rack string, weight double, capacity_bytes long, state string"
 REPLICAS = "cluster string, topic string, partition int, position int, broker int"
 SIZES = "cluster string, topic string, partition int, bytes long"
+DIRS = "cluster string, topic string, partition int, broker int, log_dir string, bytes long"
 CLUSTERS = "cluster string, had_log_dirs boolean, request string"
 METRICS = "cluster string, topic string, partition int, timestamp timestamp, bytes_in double, bytes_out double"
 ERRORS = "cluster string, stage string, reason string"
@@ -53,8 +56,28 @@ def state_rows(cluster: str, state: ClusterState) -> dict[str, pd.DataFrame]:
     return {"brokers": brokers, "replicas": replicas, "sizes": sizes}
 
 
+def dir_rows(cluster: str, state: ClusterState) -> pd.DataFrame:
+    """The ``dirs`` rows of one cluster: every replica whose log directory is known (none without JBOD)."""
+    from ..dirs import replica_keys
+
+    cols = [c.strip().split(" ")[0] for c in DIRS.split(",")]
+    d = state.dirs
+    if d is None:
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in cols})
+    keys, r, ids = replica_keys(state)
+    pos = np.minimum(np.searchsorted(d.key, keys), max(len(d.key) - 1, 0))
+    hit = (d.key[pos] == keys) & (d.dir[pos] >= 0) if len(d.key) else np.zeros(len(keys), dtype=bool)
+    r, ids, pos = r[hit], ids[hit], pos[hit]
+    names = np.asarray(state.topics, dtype=object)
+    paths = np.asarray(d.dir_path, dtype=object)
+    return pd.DataFrame({"cluster": cluster, "topic": names[state.topic[r]] if len(r) else np.array([], dtype=object),
+                         "partition": state.partition[r].astype(np.int32), "broker": ids.astype(np.int32),
+                         "log_dir": paths[d.dir[pos]] if len(r) else np.array([], dtype=object),
+                         "bytes": d.size[pos].astype(np.int64)})
+
+
 def rows_state(brokers: pd.DataFrame, replicas: pd.DataFrame, sizes: pd.DataFrame | None = None,
-               *, had_log_dirs: bool = False) -> ClusterState:
+               *, had_log_dirs: bool = False, dirs: pd.DataFrame | None = None) -> ClusterState:
     """One cluster's state from its rows (any row order). Raises ValueError with a readable reason on bad rows."""
     if len(brokers) == 0:
         raise ValueError("no brokers")
@@ -117,4 +140,26 @@ def rows_state(brokers: pd.DataFrame, replicas: pd.DataFrame, sizes: pd.DataFram
         got = s.reindex(idx)
         ok = got.notna().to_numpy()
         size[ok] = got.to_numpy()[ok].astype(np.int64)
-    return ClusterState.build(table, topics.tolist(), parts, mat, size, had_log_dirs=had_log_dirs)
+    state = ClusterState.build(table, topics.tolist(), parts, mat, size, had_log_dirs=had_log_dirs)
+    return _with_dirs(state, dirs)
+
+
+def _with_dirs(state: ClusterState, dirs: pd.DataFrame | None) -> ClusterState:
+    """``state`` with its replicas' log directories from ``dirs`` rows (unchanged when there are none)."""
+    if dirs is None or not len(dirs):
+        return state
+    from dataclasses import replace
+
+    from ..dirs import build_dirs
+
+    rows_at = np.array([state.find(str(t), int(p)) for t, p in zip(dirs["topic"], dirs["partition"])],
+                       dtype=np.int64)
+    ok = rows_at >= 0
+    broker = dirs["broker"].to_numpy(dtype=np.int64)[ok]
+    paths = dirs["log_dir"].astype(str).to_numpy()[ok]
+    table = sorted(set(zip(broker.tolist(), paths.tolist())))
+    index = {k: i for i, k in enumerate(table)}
+    where = np.array([index[k] for k in zip(broker.tolist(), paths.tolist())], dtype=np.int64)
+    built = build_dirs(np.array([b for b, _ in table], dtype=np.int64), [p for _, p in table], rows_at[ok], broker,
+                       where, dirs["bytes"].to_numpy(dtype=np.int64)[ok])
+    return replace(state, dirs=built)
