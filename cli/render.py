@@ -197,13 +197,15 @@ def log_dirs_line(ld: dict) -> str:
     sp = ld["worst_spread_bytes"]
     spread = (f"; worst spread within a broker {_bytes(sp[0])} → {_bytes(sp[1])} (no placement goes below "
               f"{_bytes(ld['spread_lower_bound_bytes'])})" if sp[0] is not None else "")
-    limits = "" if ld["within_limits"] else " [yellow](some directory stays above its limit)[/yellow]"
+    limits = "" if ld["within_limits"] else " [yellow](some directory stays above its limit: sizes that do not pack)[/yellow]"
     what = (f"balanced within {ld['tolerance']:g}× each directory's share" if ld["balance"] else
             "each replica placed where its broker's directories stay most even")
     if ld["removed_dirs"]:
         what += "; emptying " + ", ".join(safe_text(x) for x in ld["removed_dirs"])
+    bound = (f" (lower bound {_bytes(ld['bytes_lower_bound'])})" if ld["within_limits"] else
+             f" (no placement within the limits moves fewer than {_bytes(ld['bytes_lower_bound'])})")
     return (f"Log directories — {what}: {ld['intra_broker_moves']:,} intra-broker moves, "
-            f"{_bytes(ld['bytes_moved'])} (lower bound {_bytes(ld['bytes_lower_bound'])}){spread}{limits}")
+            f"{_bytes(ld['bytes_moved'])}{bound}{spread}{limits}")
 
 
 def dirs_text(d: dict) -> str:

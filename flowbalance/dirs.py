@@ -229,12 +229,13 @@ def subset(dirs: ReplicaDirs | None, rows: np.ndarray) -> ReplicaDirs | None:
                        future_key=fkey[fo], future_dir=dirs.future_dir[fk][fo])
 
 
-def dirs_summary(state) -> dict | None:
+def dirs_summary(state, emptied: np.ndarray | None = None) -> dict | None:
     """Per-directory bytes and the spread within each broker, as JSON-ready data (``check`` and ``report``); None
     when the cluster's log directories are not known (or each broker has one).
 
     ``spread_bytes`` of a broker is its fullest directory's bytes less its emptiest one's; ``max_over_mean`` its
-    fullest over the mean of its directories. Only replicas the assignment has count (a future copy of an
+    fullest over the mean of its directories; directories being emptied (``emptied``, bool per directory) are left
+    out of both, since they leave the broker. Only replicas the assignment has count (a future copy of an
     intra-broker move in flight is counted in ``future_replicas``, not twice)."""
     d = state.dirs
     if d is None:
@@ -249,6 +250,8 @@ def dirs_summary(state) -> dict | None:
     brokers = []
     for b in np.unique(d.dir_broker).tolist():
         mine = d.dirs_of(b)
+        if emptied is not None and (~emptied[mine]).any():
+            mine = mine[~emptied[mine]]
         u = used[mine]
         mean = float(u.mean()) if len(u) else 0.0
         brokers.append({"broker": int(b), "directories": int(len(mine)), "spread_bytes": int(u.max() - u.min()),

@@ -162,7 +162,10 @@ def _dirs_fields(p) -> dict | None:
     m = p.dir_moves
     if m is None:
         return None
-    before, after = dirs_summary(p.before), dirs_summary(p.after)
+    from .dir_balance import emptied_dirs
+
+    gone = emptied_dirs(p.after.dirs, p.request.remove_log_dirs) if p.request.remove_log_dirs else None
+    before, after = dirs_summary(p.before), dirs_summary(p.after, gone)
     return {
         "balance": bool(p.request.balance_dirs),
         "tolerance": float(p.request.dir_tolerance) if p.request.balance_dirs else None,
