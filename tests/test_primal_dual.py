@@ -176,22 +176,29 @@ def test_same_flow_and_potentials_as_the_rebuilt_residual(g):
         assert got[0].tolist() == want[0].tolist() and got[1] == want[1] and got[2].tolist() == want[2].tolist()
 
 
+def _leader_network(rng, max_cost: int):
+    """A random network of the leader stage's shape: P partitions (supply 1) -> each of their 3 brokers (unit arcs,
+    cost below ``max_cost``) -> the sink through tight broker capacities. (n, tails, heads, caps, costs, supply)."""
+    P, B = int(rng.integers(50, 400)), int(rng.integers(3, 25))
+    reps = np.array([rng.choice(B, size=min(3, B), replace=False) for _ in range(P)])
+    rows = np.repeat(np.arange(P), reps.shape[1])
+    tails = np.concatenate([rows, P + np.arange(B)])
+    heads = np.concatenate([P + reps.ravel(), np.full(B, P + B)])
+    caps = np.concatenate([np.ones(len(rows), dtype=np.int64), np.full(B, -(-P // B))])
+    costs = np.concatenate([rng.integers(0, max_cost, len(rows)), np.zeros(B, np.int64)])
+    supply = np.zeros(P + B + 1, dtype=np.int64)
+    supply[:P], supply[-1] = 1, -P
+    return P + B + 1, tails, heads, caps, costs, supply
+
+
 def test_same_flow_as_the_rebuilt_residual_on_leader_shaped_networks():
     """The leader stage's shape (unit candidates, tight broker capacities, many phases) with flow that is sent
     back along arcs: exactly the reference's flow and potentials."""
     rng = np.random.default_rng(11)
     for trial in range(20):
-        P, B = int(rng.integers(50, 400)), int(rng.integers(3, 25))
-        reps = np.array([rng.choice(B, size=min(3, B), replace=False) for _ in range(P)])
-        rows = np.repeat(np.arange(P), reps.shape[1])
-        tails = np.concatenate([rows, P + np.arange(B)])
-        heads = np.concatenate([P + reps.ravel(), np.full(B, P + B)])
-        caps = np.concatenate([np.ones(len(rows), dtype=np.int64), np.full(B, -(-P // B))])
-        costs = np.concatenate([rng.integers(0, 3, len(rows)), np.zeros(B, np.int64)])
-        supply = np.zeros(P + B + 1, dtype=np.int64)
-        supply[:P], supply[-1] = 1, -P
-        want = _reference_primal_dual(P + B + 1, tails, heads, caps, costs, supply)
-        got = primal_dual(P + B + 1, tails, heads, caps, costs, supply)
+        n, tails, heads, caps, costs, supply = _leader_network(rng, max_cost=3)
+        want = _reference_primal_dual(n, tails, heads, caps, costs, supply)
+        got = primal_dual(n, tails, heads, caps, costs, supply)
         assert want is not None and got is not None
         assert got[0].tolist() == want[0].tolist() and got[2].tolist() == want[2].tolist(), trial
 
@@ -256,15 +263,7 @@ def test_buckets_in_primal_dual_give_the_reference_flow(monkeypatch):
         monkeypatch.setattr(pd, "DIAL_BUCKETS", budget)
         monkeypatch.setattr(pd, "DIAL_LEVELS", levels)
         for trial in range(15):
-            P, B = int(rng.integers(50, 400)), int(rng.integers(3, 25))
-            reps = np.array([rng.choice(B, size=min(3, B), replace=False) for _ in range(P)])
-            rows = np.repeat(np.arange(P), reps.shape[1])
-            tails = np.concatenate([rows, P + np.arange(B)])
-            heads = np.concatenate([P + reps.ravel(), np.full(B, P + B)])
-            caps = np.concatenate([np.ones(len(rows), dtype=np.int64), np.full(B, -(-P // B))])
-            costs = np.concatenate([rng.integers(0, 4, len(rows)), np.zeros(B, np.int64)])
-            supply = np.zeros(P + B + 1, dtype=np.int64)
-            supply[:P], supply[-1] = 1, -P
-            want = _reference_primal_dual(P + B + 1, tails, heads, caps, costs, supply)
-            got = pd.primal_dual(P + B + 1, tails, heads, caps, costs, supply)
+            n, tails, heads, caps, costs, supply = _leader_network(rng, max_cost=4)
+            want = _reference_primal_dual(n, tails, heads, caps, costs, supply)
+            got = pd.primal_dual(n, tails, heads, caps, costs, supply)
             assert got[0].tolist() == want[0].tolist() and got[2].tolist() == want[2].tolist(), (budget, trial)
