@@ -82,11 +82,9 @@ def place(dirs: ReplicaDirs, after, *, balance: bool = False, tolerance: float =
     keys, rows, ids = replica_keys(after)
     order = np.argsort(keys, kind="stable")
     keys, rows, ids = keys[order], rows[order], ids[order]
-    pos = np.minimum(np.searchsorted(dirs.key, keys), max(len(dirs.key) - 1, 0))
-    stay = (dirs.key[pos] == keys) if len(dirs.key) else np.zeros(len(keys), dtype=bool)
-    where = np.where(stay, dirs.dir[pos] if len(dirs.key) else -1, -1).astype(np.int64)
-    stay &= where >= 0
-    size = np.where(stay, dirs.size[pos] if len(dirs.key) else -1, np.asarray(after.size)[rows]).astype(np.int64)
+    where, known = dirs.placed(keys)
+    stay = where >= 0
+    size = np.where(stay, known, np.asarray(after.size)[rows]).astype(np.int64)
     z = np.maximum(size, 0)
     lo = np.searchsorted(dirs.dir_broker, ids)
     hi = np.searchsorted(dirs.dir_broker, ids, side="right")

@@ -53,7 +53,17 @@ class ReplicaDirs:
 
     def lookup(self, rows: np.ndarray, broker_ids: np.ndarray) -> np.ndarray:
         """int64: the directory of each (row, broker id) replica, -1 where not known."""
-        return _find(self.key, self.dir, keys_of(rows, broker_ids))
+        return self.placed(keys_of(rows, broker_ids))[0]
+
+    def placed(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(directory, size) of each replica key (``keys_of``), both int64 and -1 where the replica has none."""
+        d, z = np.full(len(keys), -1, dtype=np.int64), np.full(len(keys), -1, dtype=np.int64)
+        if not len(self.key) or not len(keys):
+            return d, z
+        pos = np.minimum(np.searchsorted(self.key, keys), len(self.key) - 1)
+        hit = (self.key[pos] == keys) & (self.dir[pos] >= 0)
+        d[hit], z[hit] = self.dir[pos[hit]], self.size[pos[hit]]
+        return d, z
 
     def dir_bytes(self) -> np.ndarray:
         """int64 [D]: the bytes of the replicas in each directory (unknown sizes count 0)."""
@@ -240,11 +250,8 @@ def dirs_summary(state, emptied: np.ndarray | None = None) -> dict | None:
     d = state.dirs
     if d is None:
         return None
-    keys, _, _ = replica_keys(state)  # only the replicas the state has (a plan read back keeps departed ones)
-    pos = np.minimum(np.searchsorted(d.key, keys), max(len(d.key) - 1, 0))
-    hit = d.key[pos] == keys if len(d.key) else np.zeros(len(keys), dtype=bool)
-    where, size = d.dir[pos[hit]], np.maximum(d.size[pos[hit]], 0)
-    where, size = where[where >= 0], size[where >= 0]
+    where, size = d.placed(replica_keys(state)[0])  # only the replicas the state has (a plan read back keeps
+    where, size = where[where >= 0], np.maximum(size[where >= 0], 0)  # departed ones)
     used = np.bincount(where, weights=size, minlength=d.num_dirs).astype(np.int64)
     counts = np.bincount(where, minlength=d.num_dirs)
     brokers = []

@@ -65,15 +65,15 @@ def dir_rows(cluster: str, state: ClusterState) -> pd.DataFrame:
     if d is None:
         return pd.DataFrame({c: pd.Series([], dtype=object) for c in cols})
     keys, r, ids = replica_keys(state)
-    pos = np.minimum(np.searchsorted(d.key, keys), max(len(d.key) - 1, 0))
-    hit = (d.key[pos] == keys) & (d.dir[pos] >= 0) if len(d.key) else np.zeros(len(keys), dtype=bool)
-    r, ids, pos = r[hit], ids[hit], pos[hit]
+    where, size = d.placed(keys)
+    hit = where >= 0
+    r, ids, where, size = r[hit], ids[hit], where[hit], size[hit]
     names = np.asarray(state.topics, dtype=object)
     paths = np.asarray(d.dir_path, dtype=object)
     return pd.DataFrame({"cluster": cluster, "topic": names[state.topic[r]] if len(r) else np.array([], dtype=object),
                          "partition": state.partition[r].astype(np.int32), "broker": ids.astype(np.int32),
-                         "log_dir": paths[d.dir[pos]] if len(r) else np.array([], dtype=object),
-                         "bytes": d.size[pos].astype(np.int64)})
+                         "log_dir": paths[where] if len(r) else np.array([], dtype=object),
+                         "bytes": size.astype(np.int64)})
 
 
 def rows_state(brokers: pd.DataFrame, replicas: pd.DataFrame, sizes: pd.DataFrame | None = None,
