@@ -144,8 +144,8 @@ def dirs_for_state(state, placements) -> tuple[ReplicaDirs | None, int]:
         return None, 0
     if not (np.unique(placements.dir_broker, return_counts=True)[1] > 1).any():
         return None, 0  # one directory per broker: nothing to choose, nothing kept (the usual case, at no cost)
-    rows = _rows_of(state, placements.topic, placements.partition)
-    frows = _rows_of(state, placements.future_topic, placements.future_partition)
+    rows = rows_of(state, placements.topic, placements.partition)
+    frows = rows_of(state, placements.future_topic, placements.future_partition)
     have = np.sort(replica_keys(state)[0])
     k = keys_of(np.maximum(rows, 0), placements.broker)
     ok = (rows >= 0) & (_find(have, have, k) >= 0)
@@ -167,7 +167,7 @@ def unknown_capacities(state, dirs: ReplicaDirs | None) -> list[str]:
             if (b, p) not in known]
 
 
-def _rows_of(state, topics: list[str], partitions: np.ndarray) -> np.ndarray:
+def rows_of(state, topics: list[str], partitions: np.ndarray) -> np.ndarray:
     """The state row of each (topic name, partition) pair, -1 where the state has none."""
     if not len(topics):
         return np.zeros(0, dtype=np.int64)

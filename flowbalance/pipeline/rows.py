@@ -150,10 +150,9 @@ def _with_dirs(state: ClusterState, dirs: pd.DataFrame | None) -> ClusterState:
         return state
     from dataclasses import replace
 
-    from ..dirs import build_dirs
+    from ..dirs import build_dirs, rows_of
 
-    rows_at = np.array([state.find(str(t), int(p)) for t, p in zip(dirs["topic"], dirs["partition"])],
-                       dtype=np.int64)
+    rows_at = rows_of(state, dirs["topic"].astype(str).tolist(), dirs["partition"].to_numpy(dtype=np.int64))
     ok = rows_at >= 0
     broker = dirs["broker"].to_numpy(dtype=np.int64)[ok]
     paths = dirs["log_dir"].astype(str).to_numpy()[ok]
