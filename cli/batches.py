@@ -220,7 +220,7 @@ def render(d: dict, con) -> None:
                         str(r["copies"]), _bytes(r["bytes"]), str(r["max_broker_participation"]), est)
         con.print(tab)
     if lim["throttle"] and rows:
-        con.print(f"Estimated copy time at {lim['throttle']} B/s: {format_duration(t['estimated_seconds'])}"
+        con.print(f"Estimated copy time at {lim['throttle']:,} B/s: {format_duration(t['estimated_seconds'])}"
                   + ("" if t["estimated_seconds"] is not None else " (partition sizes unknown: give --sizes)"))
     con.print(f"Leader changes: {t['leader_changes']}; wrote {len(d['files'])} files: "
               f"{', '.join(safe_text(Path(f).name) for f in d['files'][:6])}{', ...' if len(d['files']) > 6 else ''}")

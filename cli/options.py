@@ -18,6 +18,8 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
 NoRackOpt = typer.Option(False, "--disable-rack-aware", help="Ignore racks (needed when only some brokers have one).")
 
 PathOpt = Optional[Path]
+AllRowsOpt = typer.Option(False, "--all", help="Show every row of the tables (by default: one screen, the least and "
+                                               "most loaded brokers and the worst failures).")
 
 # the planning request, shared by plan and compare
 AddOpt = typer.Option(None, "--add", help="New brokers to fill, e.g. 20,21.")

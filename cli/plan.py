@@ -148,7 +148,7 @@ def plan_command(
         sys.stdout.write(json_text(data))
         return
     con = console()
-    render_report(build_report(p), con, summary=False)
+    render_report(build_report(p), con, summary=False, more="`flowbalance report --plan --all`")
     render_plan(data, con, verbose=verbose)
     if "demote" in data:
         d = data["demote"]

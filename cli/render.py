@@ -16,7 +16,7 @@ from rich.table import Table
 
 from flowbalance.summary import format_bytes as _bytes
 
-MAX_BROKER_ROWS = 40
+MAX_BROKER_ROWS = 16  # one screen with the rest of the view
 
 
 # Unicode categories never shown raw: controls (C0, DEL, C1), format characters (bidi overrides, zero-width),
@@ -100,9 +100,26 @@ def _json_escape(m: re.Match) -> str:
     return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
 
 
+PIPED_WIDTH = 10_000
+
+
 def console() -> Console:
-    """The stdout console: no highlighting and no emoji codes (``:smile:`` in a name stays text)."""
-    return Console(highlight=False, soft_wrap=True, emoji=False)
+    """The stdout console: no highlighting and no emoji codes (``:smile:`` in a name stays text).
+
+    On a terminal, rich fits tables to its width. Piped (a CI log, a file, ``less``), nothing is wrapped: tables
+    keep their natural width and every row stays one line (rich would otherwise assume 80 columns and fold a cell
+    like ``113.7 GiB → 105.4 GiB`` over four lines)."""
+    con = Console(highlight=False, soft_wrap=True, emoji=False)
+    if not con.is_terminal:
+        con = Console(highlight=False, soft_wrap=True, emoji=False, width=PIPED_WIDTH)
+    return con
+
+
+def removing_text(ids: list) -> str:
+    """``, removing broker 0`` or ``, removing brokers 0, 3`` (nothing when no broker leaves)."""
+    if not ids:
+        return ""
+    return f", removing broker{'s' if len(ids) > 1 else ''} {', '.join(map(safe_text, ids))}"
 
 
 def _mark(ok: bool | None) -> str:
@@ -111,15 +128,16 @@ def _mark(ok: bool | None) -> str:
     return "[green]ok[/green]" if ok else "[bold red]FAIL[/bold red]"
 
 
-def broker_table(rows: list[dict], title: str = "Brokers") -> Table:
-    """Per broker: rack, replicas (target), leaders, bytes; the most and least loaded only on large clusters."""
+def broker_table(rows: list[dict], title: str = "Brokers", *, all_rows: bool = False) -> Table:
+    """Per broker: rack, replicas (target), leaders, bytes; the most and least loaded only on large clusters
+    (unless ``all_rows``)."""
     show = rows
     note = ""
-    if len(rows) > MAX_BROKER_ROWS:
+    if len(rows) > MAX_BROKER_ROWS and not all_rows:
         srt = sorted(rows, key=lambda r: (r["replicas"], r["broker"]))
-        half = MAX_BROKER_ROWS // 4
+        half = MAX_BROKER_ROWS // 2
         show = srt[:half] + srt[-half:]
-        note = f" ({half} least and {half} most loaded of {len(rows)}; --json lists all)"
+        note = f" ({half} least and {half} most loaded of {len(rows)}; --all shows all)"
     t = Table(title=title + note, title_justify="left")
     t.add_column("broker", justify="right")
     t.add_column("rack")
@@ -141,14 +159,13 @@ def broker_table(rows: list[dict], title: str = "Brokers") -> Table:
     return t
 
 
-def render_check(data: dict, checks: dict[str, bool], con: Console) -> None:
+def render_check(data: dict, checks: dict[str, bool], con: Console, *, all_rows: bool = False) -> None:
     c = data["cluster"]
-    removing = f", removing {','.join(map(str, c['removed_brokers']))}" if c["removed_brokers"] else ""
     con.print(
-        f"[bold]Cluster[/bold]: {c['brokers']} brokers ({c['live_brokers']} live{removing}), "
-        f"{len(c['racks'])} racks, {c['topics']} topics, {c['partitions']} partitions, {c['replicas']} replicas"
+        f"[bold]Cluster[/bold]: {c['brokers']:,} brokers ({c['live_brokers']:,} live{removing_text(c['removed_brokers'])}), "
+        f"{len(c['racks'])} racks, {c['topics']:,} topics, {c['partitions']:,} partitions, {c['replicas']:,} replicas"
     )
-    con.print(broker_table(data["per_broker"]))
+    con.print(broker_table(data["per_broker"], all_rows=all_rows))
     t = Table(show_header=True, title="Balance", title_justify="left")
     t.add_column("metric")
     t.add_column("value")
@@ -218,7 +235,12 @@ def dirs_text(d: dict) -> str:
 
 def _arrow(pair) -> str:
     a, b = pair
-    return f"{a} → {b}"
+    return f"{_num(a)} → {_num(b)}"
+
+
+def _num(x) -> str:
+    """An integer with thousands separators (``1,283,007``), as ``generate`` prints counts; anything else as is."""
+    return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else str(x)
 
 
 def moves_line(d: dict) -> str:
@@ -237,6 +259,17 @@ def topics_line(d: dict) -> str:
 def failover_line(d: dict) -> str:
     """The certificate's failover level in one line (plan and report print the same)."""
     return f"[bold]Failover[/bold] — {safe_text(d['failover']['text'])}"
+
+
+def before_after_line(d: dict) -> str:
+    """The plan's spreads before → after in one line (replicas on removed brokers only when there were any)."""
+    items = [("replica spread", d["replica_spread"])]
+    if any(d["replicas_on_removed_brokers"]):
+        items.append(("replicas on removed brokers", d["replicas_on_removed_brokers"]))
+    items += [("per-topic spread (worst)", d["topic_spread"]), ("leader spread", d["leader_spread"]),
+              ("failover spread (worst broker down)", d["failover_worst_spread"]),
+              ("rack violations", d["rack_violations"])]
+    return "[bold]Before → after[/bold]: " + ", ".join(f"{label} {_arrow(pair)}" for label, pair in items)
 
 
 def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
@@ -269,25 +302,18 @@ def render_plan(d: dict, con: Console, *, verbose: bool = False) -> None:
         if dk["limit_raised_brokers"]:
             con.print(f"[dim]note:[/dim] {dk['limit_raised_brokers']} broker(s) hold a partition larger than the "
                       "tolerance allows; their limit is that partition")
-    elif d.get("disk_max_over_mean"):
+    elif d.get("disk_max_over_mean") and not d.get("disk_warning"):
         mm = d["disk_max_over_mean"]
         con.print(f"Disk max/mean: {mm[0]:.3f} → {mm[1]:.3f} (replica counts balanced; --balance count+bytes balances disk too)")
+    if d.get("disk_warning"):
+        con.print(f"[yellow]warning[/yellow]: {safe_text(d['disk_warning']['message'])}")
     ld = d.get("log_dirs")
     if ld:
         con.print(log_dirs_line(ld))
-    con.print(f"Changed partitions: {d['changed_partitions']} ({d['reorder_only_partitions']} reorder only, "
-              f"{d['rf_changed_partitions']} RF changes); leader changes: {d['leader_changes']} (lower bound {d['leader_lower_bound']})")
-    t = Table(title="Before → after", title_justify="left")
-    t.add_column("metric")
-    t.add_column("before → after")
-    t.add_row("replica spread", _arrow(d["replica_spread"]))
-    if any(d["replicas_on_removed_brokers"]):
-        t.add_row("replicas on removed brokers", _arrow(d["replicas_on_removed_brokers"]))
-    t.add_row("per-topic spread (worst)", _arrow(d["topic_spread"]))
-    t.add_row("leader spread", _arrow(d["leader_spread"]))
-    t.add_row("failover spread (worst broker down)", _arrow(d["failover_worst_spread"]))
-    t.add_row("rack violations", _arrow(d["rack_violations"]))
-    con.print(t)
+    con.print(f"Changed partitions: {d['changed_partitions']:,} ({d['reorder_only_partitions']:,} reorder only, "
+              f"{d['rf_changed_partitions']:,} RF changes); leader changes: {d['leader_changes']:,} "
+              f"(lower bound {d['leader_lower_bound']:,})")
+    con.print(before_after_line(d))
     for n in d["notes"]:
         con.print(f"[dim]note:[/dim] {safe_text(n)}")
     secs = d["seconds"]

@@ -12,7 +12,7 @@ from flowbalance.errors import InputError
 from flowbalance.frontier_file import read_frontier
 from flowbalance.load import load_cluster, mark_removed
 from flowbalance.planfile import read_plan
-from flowbalance.planner import certify_plan
+from flowbalance.planner import certify_plan, request_targets
 from flowbalance.status import held_rows
 from flowbalance.report import build_report
 from flowbalance.report_html import render_html
@@ -39,6 +39,7 @@ def report(
     move_unhealthy: bool = o.MoveUnhealthyOpt,
     format: Optional[str] = o.FormatOpt,
     json_out: bool = o.JsonOpt,
+    all_rows: bool = o.AllRowsOpt,
     html: o.PathOpt = typer.Option(None, "--html", help="Also write one self-contained HTML page here."),
     frontier_file: o.PathOpt = typer.Option(None, "--frontier", help="Draw this frontier (what `flowbalance "
                                             "frontier --json` printed for CURRENT) in the --html page."),
@@ -88,9 +89,13 @@ def report(
         state = mark_removed(state, gone, "--remove")
         after = after.with_brokers(state.brokers) if after is not None else None
     cert = None
+    held = held_rows(loaded.status, move_unhealthy=move_unhealthy)
     if after is not None:
-        cert = certify_plan(state, after, req, pinned=held_rows(loaded.status, move_unhealthy=move_unhealthy))
-    rep = build_report(state, after, certificate=cert, status=loaded.status)
+        cert = certify_plan(state, after, req, pinned=held)
+        targets = None
+    else:  # the targets a plan of this request would aim at (within racks when the rack rule fixes their totals)
+        targets = request_targets(loaded.state, req, pinned=held)
+    rep = build_report(state, after, certificate=cert, status=loaded.status, targets=targets)
     for w in loaded.warnings + notes:
         warn(w)
     if html is not None:
@@ -99,7 +104,7 @@ def report(
     if json_out:
         sys.stdout.write(json_text(rep))
     else:
-        render_report(rep, console())
+        render_report(rep, console(), all_rows=all_rows)
         if html is not None:
             console().print(f"wrote {safe_text(html)}")
 

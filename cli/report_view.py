@@ -10,9 +10,11 @@ from rich.table import Table
 
 from flowbalance.summary import format_bytes as _bytes
 
-from .render import dirs_text, failover_line, moves_line, safe_text, topics_line
+from .render import dirs_text, failover_line, moves_line, removing_text, safe_text, topics_line
 
-MAX_ROWS = 40
+MAX_ROWS = 16  # brokers shown by default: the least and the most loaded beyond this (one screen in all)
+FAILOVER_ROWS = 5  # rows of the failover tables shown by default, the worst first
+LIST_ITEMS = 8
 BAR = 16
 
 
@@ -36,18 +38,21 @@ def _ba(pair: list, fmt=str, plan: bool = True) -> str:
     return f"{fmt(a)} → {fmt(b)}"
 
 
-def _pick_rows(rows: list[dict]) -> tuple[list[dict], str]:
-    if len(rows) <= MAX_ROWS:
+def _pick_rows(rows: list[dict], all_rows: bool, more: str) -> tuple[list[dict], str]:
+    """Every broker when they fit one screen (or ``all_rows``); else the least and the most loaded (after the
+    plan), with a note saying how to see the rest."""
+    if all_rows or len(rows) <= MAX_ROWS:
         return rows, ""
     key = lambda r: (r["replicas"][1] if r["replicas"][1] is not None else r["replicas"][0], r["broker"])  # noqa: E731
     srt = sorted(rows, key=key)
     half = MAX_ROWS // 2
-    return srt[:half] + srt[-half:], f" ({half} least and {half} most loaded of {len(rows)}; --json lists all)"
+    return srt[:half] + srt[-half:], f" ({half} least and {half} most loaded of {len(rows)}; {more} shows all)"
 
 
-def broker_view(rep: dict) -> Table:
+def broker_view(rep: dict, *, all_rows: bool = False, more: str = "--all") -> Table:
+    """Per broker: rack, replicas with a bar, the target the plan used, leaders, bytes and disk use."""
     plan = rep["has_plan"]
-    rows, note = _pick_rows(rep["per_broker"])
+    rows, note = _pick_rows(rep["per_broker"], all_rows, more)
     t = Table(title=("Brokers, before → after" if plan else "Brokers") + note, title_justify="left")
     for col, just in (("broker", "right"), ("rack", "left"), ("replicas", "right"), ("", "left"),
                       ("target", "right"), ("leaders", "right")):
@@ -79,52 +84,86 @@ def broker_view(rep: dict) -> Table:
     return t
 
 
-def failover_view(rep: dict, key: str = "failover", title: str = "broker") -> Table | None:
-    """Survivors' leader counts when each broker (or rack) fails: min, max, spread; the worst in red."""
+def broker_list(names: list) -> str:
+    """Failed brokers (or racks) in one cell: runs of consecutive ids as ``0-3``, at most ``LIST_ITEMS`` items
+    and then how many in all (``0-3, 5, 9, … (14 brokers)``)."""
+    items: list[str] = []
+    ints = all(isinstance(x, int) for x in names)
+    i = 0
+    while i < len(names):
+        j = i
+        while ints and j + 1 < len(names) and names[j + 1] == names[j] + 1:
+            j += 1
+        items.append(safe_text(names[i]) if j - i < 2 else f"{names[i]}-{names[j]}")
+        i = j + 1 if j - i >= 2 else i + 1
+    if len(items) > LIST_ITEMS:
+        return ", ".join(items[:LIST_ITEMS]) + f", … ({len(names)})"
+    return ", ".join(items)
+
+
+def failover_groups(rows: list[dict]) -> list[tuple[list, dict, dict | None]]:
+    """Rows with the same leader counts before and after (min, max, spread) as one group of failed brokers,
+    the worst first: by the spread after the plan (when there is one), then before, then the first broker."""
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        b, a = r["before"], r["after"]
+        key = (b["min"], b["max"], b["spread"]) + ((a["min"], a["max"], a["spread"]) if a else (None,) * 3)
+        groups.setdefault(key, []).append(r)
+    out = [([r["failed"] for r in rs], rs[0]["before"], rs[0]["after"]) for rs in groups.values()]
+
+    def worst(g):
+        after = g[2]["spread"] if g[2] is not None else -1
+        return (-after, -g[1]["spread"], str(g[0][0]))
+    return sorted(out, key=worst)
+
+
+def _after_cell(b: dict, a: dict) -> str:
+    """The spread after the plan: green when better than before, red when worse, plain when the same."""
+    if a["spread"] < b["spread"]:
+        return f"[green]{a['spread']}[/green]"
+    if a["spread"] > b["spread"]:
+        return f"[bold red]{a['spread']}[/bold red]"
+    return str(a["spread"])
+
+
+def failover_view(rep: dict, key: str = "failover", title: str = "broker", *, all_rows: bool = False,
+                  more: str = "--all") -> Table | None:
+    """Survivors' leader counts when each broker (or rack) fails: min, max, spread. Failures with the same counts
+    share a row, the worst first; at most ``FAILOVER_ROWS`` rows unless ``all_rows`` (``more`` says how to see
+    the rest)."""
     fo = rep.get(key)
     if not fo or not fo["table"]:
         return None
     plan = rep["has_plan"]
-    rows = fo["table"]
-    note = ""
-    if len(rows) > MAX_ROWS:
-        sort_key = (lambda r: -(r["after"] or r["before"])["spread"])
-        rows = sorted(rows, key=sort_key)[:MAX_ROWS]
-        note = f" (the {MAX_ROWS} worst of {len(fo['table'])})"
-    wb = fo["worst_before"]["failed"]
-    wa = fo["worst_after"]["failed"] if fo["worst_after"] else None
-    t = Table(title=f"Leaders when one {title} fails{note}", title_justify="left")
+    groups = failover_groups(fo["table"])
+    shown = groups if all_rows else groups[:FAILOVER_ROWS]
+    note = f" (the worst {len(shown)} of {len(groups)} rows; {more} shows all)" if len(shown) < len(groups) else ""
+    t = Table(title=f"Leaders when one {title} fails, worst first{note}", title_justify="left")
     t.add_column(f"failed {title}", justify="right")
     t.add_column("before min-max", justify="right")
     t.add_column("spread", justify="right")
     if plan:
         t.add_column("after min-max", justify="right")
         t.add_column("spread", justify="right")
-    for r in rows:
-        b = r["before"]
-        sb = f"[bold red]{b['spread']}[/bold red]" if r["failed"] == wb else str(b["spread"])
-        cells = [safe_text(r["failed"]), f"{b['min']}-{b['max']}", sb]
+    for failed, b, a in shown:
+        cells = [broker_list(failed), f"{b['min']}-{b['max']}", str(b["spread"])]
         if plan:
-            a = r["after"]
-            if a is None:
-                cells += ["-", "-"]
-            else:
-                sa = f"[bold red]{a['spread']}[/bold red]" if r["failed"] == wa else f"[green]{a['spread']}[/green]"
-                cells += [f"{a['min']}-{a['max']}", sa]
+            cells += ["-", "-"] if a is None else [f"{a['min']}-{a['max']}", _after_cell(b, a)]
         t.add_row(*cells)
     return t
 
 
-def render_report(rep: dict, con: Console, *, summary: bool = True) -> None:
+def render_report(rep: dict, con: Console, *, summary: bool = True, all_rows: bool = False,
+                  more: str = "--all") -> None:
     """The whole report; ``summary=False`` shows only the broker and failover tables (``plan`` prints its own
-    summary after them)."""
+    summary after them). Long tables are cut to one screen unless ``all_rows``; ``more`` names what shows all."""
     c = rep["cluster"]
-    removing = f", removing {','.join(map(str, c['removed_brokers']))}" if c["removed_brokers"] else ""
-    con.print(f"[bold]Cluster[/bold]: {c['brokers']} brokers ({c['live_brokers']} live{removing}), {len(c['racks'])} racks, "
-              f"{c['topics']} topics, {c['partitions']} partitions")
-    con.print(broker_view(rep))
+    con.print(f"[bold]Cluster[/bold]: {c['brokers']:,} brokers ({c['live_brokers']:,} live"
+              f"{removing_text(c['removed_brokers'])}), {len(c['racks'])} racks, {c['topics']:,} topics, "
+              f"{c['partitions']:,} partitions")
+    con.print(broker_view(rep, all_rows=all_rows, more=more))
     for key, title in (("failover", "broker"), ("rack_failover", "rack")):
-        t = failover_view(rep, key, title)
+        t = failover_view(rep, key, title, all_rows=all_rows, more=more)
         if t is not None:
             con.print(t)
     if not summary:
@@ -147,8 +186,8 @@ def render_report(rep: dict, con: Console, *, summary: bool = True) -> None:
             con.print(failover_line(m))
         if m["bytes_to_move"] is not None:
             con.print(f"  bytes to move: {_bytes(m['bytes_to_move'])}")
-        con.print(f"  {m['changed_partitions']} partitions change ({m['reorder_only_partitions']} reorder only, "
-                  f"{m['rf_changed_partitions']} RF changes); {m['leader_changes']} leader changes")
+        con.print(f"  {m['changed_partitions']:,} partitions change ({m['reorder_only_partitions']:,} reorder only, "
+                  f"{m['rf_changed_partitions']:,} RF changes); {m['leader_changes']:,} leader changes")
     for w in rep["warnings"]:
         items = ", ".join(map(safe_text, w["items"][:8])) + (", ..." if len(w["items"]) > 8 else "")
         con.print(f"[yellow]warning[/yellow] ({safe_text(w['state'])}): {safe_text(w['message'])}: {items}")

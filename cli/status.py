@@ -106,7 +106,7 @@ def render(d: dict, prog, con) -> None:
         con.print(line)
     if d["throttle"]:
         secs = d["estimated_seconds"]
-        con.print(f"Estimated time left at {d['throttle']} B/s: {format_duration(secs)}"
+        con.print(f"Estimated time left at {d['throttle']:,} B/s: {format_duration(secs)}"
                   + ("" if secs is not None else " (partition sizes unknown: give --sizes)"))
     left = t["in_flight"] + t["not_started"]
     con.print("Stale: " + ("yes (forced)" if d["stale"] else "no" if d["checked"] else "not checked (no sidecar)")

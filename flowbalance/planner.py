@@ -19,7 +19,7 @@ from .chain.precheck import improves, meets_every_target, must_change
 from .chain.steps import flow_chain, template_chain
 from .dir_balance import DirMoves, emptied_dirs, open_capacity, place
 from .dirs import misplaced
-from .errors import PlanningError, RequestError
+from .errors import InputError, PlanningError, RequestError
 from .summary import format_bytes
 from .formats.writers import election_json, reassignment_json
 from .metrics import (Changes, StateMetrics, above_capacity, compare, disk_max_over_mean_of, disk_use, disk_within,
@@ -375,6 +375,24 @@ def certify_plan(state: ClusterState, after: ClusterState, request: PlanRequest 
     movable = movable_rows(before, request, pinned_rows(before, request, pinned))
     return certify(before, after, after.rf.astype(np.int64), movable, request.strict_per_topic,
                    topic_mode=topic_mode(request), counts_planned=request.balances_counts)
+
+
+def request_targets(state: ClusterState, request: PlanRequest | None = None, *,
+                    pinned: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The per-broker replica-count targets (lo, hi) a plan of ``request`` from ``state`` aims at, indexed like
+    ``state.brokers``: within each rack when the rack rule fixes the racks' totals, around pinned load, on the
+    live brokers. What ``report`` and ``check`` show as the target when there is no plan yet, so the column says
+    what ``plan`` would do. None when the request adds brokers (the rows would not match) or cannot be planned
+    (its error is the planner's to give)."""
+    request = (request or PlanRequest()).validate()
+    if request.add or request.replace:
+        return None
+    try:
+        res = resolve(state, request, pinned)
+    except (InputError, PlanningError):
+        return None
+    t = count_targets(res.before, res.target_rf, res.movable, request.strict_per_topic)
+    return t.lo, t.hi
 
 
 def topic_mode(request: PlanRequest) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dirs import dirs_summary
+from .disk_warning import disk_worse_warning
 
 from .certificate import Certificate, certificate_fields, certify
 from .metrics import StateMetrics, compare, measure
@@ -40,11 +41,17 @@ def _failover_rows(mb: StateMetrics, ma: StateMetrics | None, rack: bool) -> dic
 
 
 def _per_broker(before: ClusterState, mb: StateMetrics, ma: StateMetrics | None,
-                cert: Certificate | None = None) -> list[dict]:
+                cert: Certificate | None = None, targets: tuple | None = None) -> list[dict]:
     """One row per broker; its target interval is the certificate's (within its rack when the rack rule fixes
-    every rack's total) when there is a plan, the cluster-wide share otherwise."""
+    every rack's total) when there is a plan, else ``targets`` (what a plan would aim at,
+    ``flowbalance.planner.request_targets``), else the cluster-wide share."""
     b = before.brokers
-    lo, hi = (cert.targets.lo, cert.targets.hi) if cert is not None else ((ma or mb).replica_lo, (ma or mb).replica_hi)
+    if cert is not None:
+        lo, hi = cert.targets.lo, cert.targets.hi
+    elif targets is not None:
+        lo, hi = targets
+    else:
+        lo, hi = (ma or mb).replica_lo, (ma or mb).replica_hi
     rows = []
     for i in range(len(b)):
         r = int(b.rack[i])
@@ -134,16 +141,36 @@ def _status_warnings(state: ClusterState, status) -> list[dict]:
 
 
 def _all_warnings(before, mb, after, ma) -> list[dict]:
-    """Warnings of the current state, then those of the plan that are not the same warning again."""
+    """Warnings of the current state, then those of the plan that are not the same warning again (and the plan's
+    own: disk use made markedly less even)."""
     out = _warnings(before, mb, "before")
     if after is not None:
         seen = {(w["kind"], tuple(w["items"])) for w in out}
         out += [w for w in _warnings(after, ma, "after") if (w["kind"], tuple(w["items"])) not in seen]
+        disk = disk_worse_warning(after, mb, ma)
+        out += [disk] if disk is not None else []
+        out += _emptied_warning(after, mb, ma)
     return out
 
 
+def _emptied_warning(after: ClusterState, mb: StateMetrics, ma: StateMetrics) -> list[dict]:
+    """Brokers the plan empties that the report was not told are leaving: their targets are not zero, so the
+    certificate judges the plan against the wrong request (the plan was made to remove them)."""
+    b = after.brokers
+    gone = np.flatnonzero((mb.replicas > 0) & (ma.replicas == 0) & ~b.removed)
+    if not len(gone):
+        return []
+    ids = [int(x) for x in b.ids[gone]]
+    return [{"kind": "emptied_not_removed", "state": "after",
+             "message": f"the plan empties {len(ids)} broker{'s' if len(ids) > 1 else ''} the report was not told "
+                        f"{'are' if len(ids) > 1 else 'is'} leaving: certified as if they stay (targets above 0); give the plan's sidecar or name "
+                        "them as removed for the plan's own verdict",
+             "items": ids[:MAX_LISTED]}]
+
+
 def build_report(before, after: ClusterState | None = None, *, certificate: Certificate | None = None,
-                 metrics: tuple[StateMetrics, StateMetrics] | None = None, changes=None, status=None) -> dict:
+                 metrics: tuple[StateMetrics, StateMetrics] | None = None, changes=None, status=None,
+                 targets: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """The report of a ``Plan`` (``build_report(p)``), of ``before`` alone, or of ``before`` → ``after`` (same
     partitions, same brokers): the dict ``report --json`` prints (schema: docs/report.schema.json).
 
@@ -151,7 +178,8 @@ def build_report(before, after: ClusterState | None = None, *, certificate: Cert
     plan is certified here as a plan of every partition with per-topic balance. ``metrics`` (before, after) and
     ``changes`` are the planner's, when it already measured them (no second pass over a large cluster).
     ``status`` (a ``flowbalance.status.ClusterStatus`` from a describe) adds its partitions in flight, unhealthy
-    or placed by Confluent to the warnings."""
+    or placed by Confluent to the warnings. ``targets`` (lo, hi per broker) is the target column without a plan:
+    what a plan would aim at (``flowbalance.planner.request_targets``); the cluster-wide share when None."""
     if hasattr(before, "certificate") and hasattr(before, "after"):  # a Plan
         p = before
         return build_report(p.before, p.after, certificate=p.certificate, metrics=(p.metrics_before, p.metrics_after),
@@ -179,7 +207,7 @@ def build_report(before, after: ClusterState | None = None, *, certificate: Cert
             "sizes_known": before.has_sizes,
         },
         "has_plan": after is not None,
-        "per_broker": _per_broker(before, mb, ma, cert),
+        "per_broker": _per_broker(before, mb, ma, cert, targets),
         "spreads": {
             key: [num(f(mb)), num(f(ma)) if ma is not None else None]
             for key, f in (("replicas", lambda m: m.replica_spread), ("topics", lambda m: m.topic.spread),

@@ -207,6 +207,7 @@ def plan_summary(p) -> dict:
         "rack_violations": [int(len(mb.rack_violations)), int(len(ma.rack_violations))],
         "disk_max_over_mean": ([num(mb.bytes_max_over_mean), num(ma.bytes_max_over_mean)]
                                if mb.bytes is not None else None),
+        "disk_warning": _disk_warning(p),
         "log_dirs": _dirs_fields(p),
         "bytes_objective": None if cert.bytes_objective is None else {
             "moves": cert.bytes_objective.moves,
@@ -231,6 +232,13 @@ def plan_summary(p) -> dict:
         "seconds": {k: round(v, 3) for k, v in p.seconds.items()},
         **_controls(p),
     }
+
+
+def _disk_warning(p) -> dict | None:
+    """The plan's ``disk_balance_worse`` warning (``flowbalance.disk_warning``), the one ``report`` shows."""
+    from .disk_warning import disk_worse_warning
+
+    return disk_worse_warning(p.after, p.metrics_before, p.metrics_after)
 
 
 def _controls(p) -> dict:
