@@ -1,6 +1,7 @@
 """``flowbalance report``: the operator's view of a cluster, or of a plan before → after (terminal, JSON, HTML)."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -10,8 +11,10 @@ import typer
 from flowbalance.formats.writers import check_outputs, write_atomic
 from flowbalance.errors import InputError
 from flowbalance.frontier_file import read_frontier
+from flowbalance.identity import report_identity, source_date
 from flowbalance.load import load_cluster, mark_removed
 from flowbalance.planfile import read_plan
+from flowbalance.planmeta import find_sidecar
 from flowbalance.planner import certify_plan, request_targets
 from flowbalance.status import held_rows
 from flowbalance.report import build_report
@@ -68,6 +71,7 @@ def report(
     state = loaded.state
     saved = None if frontier_file is None else read_frontier(frontier_file, state, current_source=str(current))
     after = None
+    prog = None
     notes: list[str] = []
     req = request(remove=remove, topics=topics, exclude_topics=exclude_topics, no_per_topic=no_per_topic,
                   per_topic_mode=per_topic, exclude_brokers=exclude_brokers, pin=pin)
@@ -95,7 +99,8 @@ def report(
         targets = None
     else:  # the targets a plan of this request would aim at (within racks when the rack rule fixes their totals)
         targets = request_targets(loaded.state, req, pinned=held)
-    rep = build_report(state, after, certificate=cert, status=loaded.status, targets=targets)
+    ident = identity(current, plan_file, brokers, sizes, frontier_file, req, prog)
+    rep = build_report(state, after, certificate=cert, status=loaded.status, targets=targets, identity=ident)
     for w in loaded.warnings + notes:
         warn(w)
     if html is not None:
@@ -107,6 +112,21 @@ def report(
         render_report(rep, console(), all_rows=all_rows)
         if html is not None:
             console().print(f"wrote {safe_text(html)}")
+
+
+def identity(current, plan_file, brokers, sizes, frontier_file, req: PlanRequest, prog) -> dict:
+    """The report's identity: the input files (the plan's sidecar too) with their SHA-256, the request the report
+    was certified for and where it came from, and the plan's time from its sidecar (else SOURCE_DATE_EPOCH)."""
+    sidecar = find_sidecar(plan_file) if plan_file is not None else None
+    files = [(role, p) for role, p in (("current", current), ("plan", plan_file), ("plan sidecar", sidecar),
+                                       ("brokers", brokers), ("sizes", sizes), ("frontier", frontier_file))
+             if p is not None]
+    meta = prog.meta if prog is not None else None
+    created, created_from = ((meta.created, "plan sidecar") if meta is not None else
+                             (source_date(os.environ), "SOURCE_DATE_EPOCH"))
+    from_sidecar = meta is not None and req is meta.request
+    return report_identity(files, request=req, request_from="plan sidecar" if from_sidecar else "options",
+                           created=created, created_from=created_from)
 
 
 def plan_request(given: PlanRequest, prog, notes: list[str]) -> PlanRequest:

@@ -14,6 +14,7 @@ from .disk_warning import disk_worse_warning
 from .certificate import Certificate, certificate_fields, certify
 from .metrics import StateMetrics, compare, measure
 from .model import ClusterState
+from .report_moves import leader_pairs, transfers
 from .summary import num, partition_name
 
 BIG_PARTITION_FACTOR = 10  # a partition above 10x the median size (and above 1 GiB) is "very large"
@@ -170,7 +171,7 @@ def _emptied_warning(after: ClusterState, mb: StateMetrics, ma: StateMetrics) ->
 
 def build_report(before, after: ClusterState | None = None, *, certificate: Certificate | None = None,
                  metrics: tuple[StateMetrics, StateMetrics] | None = None, changes=None, status=None,
-                 targets: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+                 targets: tuple[np.ndarray, np.ndarray] | None = None, identity: dict | None = None) -> dict:
     """The report of a ``Plan`` (``build_report(p)``), of ``before`` alone, or of ``before`` → ``after`` (same
     partitions, same brokers): the dict ``report --json`` prints (schema: docs/report.schema.json).
 
@@ -179,11 +180,12 @@ def build_report(before, after: ClusterState | None = None, *, certificate: Cert
     ``changes`` are the planner's, when it already measured them (no second pass over a large cluster).
     ``status`` (a ``flowbalance.status.ClusterStatus`` from a describe) adds its partitions in flight, unhealthy
     or placed by Confluent to the warnings. ``targets`` (lo, hi per broker) is the target column without a plan:
-    what a plan would aim at (``flowbalance.planner.request_targets``); the cluster-wide share when None."""
+    what a plan would aim at (``flowbalance.planner.request_targets``); the cluster-wide share when None. ``identity``
+    (``flowbalance.identity.report_identity``): which inputs and request the report describes."""
     if hasattr(before, "certificate") and hasattr(before, "after"):  # a Plan
         p = before
         return build_report(p.before, p.after, certificate=p.certificate, metrics=(p.metrics_before, p.metrics_after),
-                            changes=p.changes, status=status)
+                            changes=p.changes, status=status, identity=identity)
     target_rf = after.rf if after is not None else None
     if metrics is not None:
         mb, ma = metrics
@@ -223,7 +225,16 @@ def build_report(before, after: ClusterState | None = None, *, certificate: Cert
     }
     if cert is not None:
         rep["moves"] = _moves(c, cert)
-    return rep
+    return {**rep, **_review(before, after, c, rep, identity)}
+
+
+def _review(before, after, c, rep: dict, identity: dict | None) -> dict:
+    """The keys the review page needs beyond the tables: the plan's one verdict line (the certificate's moves
+    verdict, as every view prints it), the identity, what moves where, and the (leader, first follower) pairs."""
+    plan = rep["moves"] is not None
+    return {"verdict": rep["moves"]["verdict"] if plan else None, "identity": identity,
+            "transfers": transfers(before, after, c.changed_rows) if plan else None,
+            "leader_pairs": leader_pairs(before, after, rep["failover"])}
 
 
 def _moves(c, cert: Certificate) -> dict:

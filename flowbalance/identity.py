@@ -1,0 +1,64 @@
+"""Which plan a report describes: the tool's version, a time, every input file with its SHA-256, and the request.
+
+The command line gathers the paths and the request; this module hashes the files and writes the plain dict the
+report carries as ``identity`` (``report --json`` and the page's identity block). The output depends only on its
+inputs: the time is the plan's own (its sidecar's ``created``) when there is one, else ``SOURCE_DATE_EPOCH`` when
+that is set (the reproducible-builds convention), else none.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import fields
+from typing import Iterable, Mapping
+
+from .request import PlanRequest
+
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of the file's bytes (hex), read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def request_changes(req: PlanRequest) -> dict:
+    """The request's fields that differ from the defaults, as plain JSON (tuples as lists), in field order."""
+    plain = PlanRequest()
+
+    def as_json(v):
+        return [as_json(x) for x in v] if isinstance(v, (tuple, list)) else v
+
+    return {f.name: as_json(getattr(req, f.name)) for f in fields(PlanRequest)
+            if getattr(req, f.name) != getattr(plain, f.name)}
+
+
+def source_date(env: Mapping[str, str]) -> str | None:
+    """``SOURCE_DATE_EPOCH`` (seconds since 1970) from ``env`` as an ISO UTC time, or None when unset or not an
+    integer."""
+    raw = env.get("SOURCE_DATE_EPOCH", "").strip()
+    if not raw.isdigit():
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(raw)))
+
+
+def report_identity(inputs: Iterable[tuple[str, str | os.PathLike]], *, request: PlanRequest | None = None,
+                    request_from: str | None = None, created: str | None = None,
+                    created_from: str | None = None) -> dict:
+    """The report's ``identity``: ``tool``, ``version``, ``created`` and ``created_from`` (what the time is: "plan
+    sidecar", "SOURCE_DATE_EPOCH", or null with no time), ``inputs`` (role, path as given, sha256, bytes; in the
+    order given), ``request`` (the fields that differ from the defaults; null without a plan) and ``request_from``
+    ("plan sidecar" or "options")."""
+    from . import __version__
+
+    files = [{"role": role, "path": str(path), "sha256": file_sha256(path), "bytes": os.path.getsize(path)}
+             for role, path in inputs]
+    return {"tool": "flowbalance", "version": __version__, "created": created,
+            "created_from": created_from if created is not None else None, "inputs": files,
+            "request": request_changes(request) if request is not None else None,
+            "request_from": request_from if request is not None else None}
