@@ -244,10 +244,12 @@ def _num(x) -> str:
 
 
 def moves_line(d: dict) -> str:
-    """The certificate's moves verdict in one line (plan and report print the same), with M* as context."""
-    proof = "[green]proven optimal[/green]" if d["proven_optimal"] else "[yellow]not proven optimal[/yellow]"
+    """The plan's verdict line, the certificate's moves verdict as ``--json`` and the HTML page give it (the same
+    text: green when proven minimal, yellow when a target is missed), with M* as context."""
+    tone = "green" if d["proven_optimal"] else ("" if d["targets_met"] else "yellow")
+    verdict = f"[{tone}]{safe_text(d['verdict'])}[/{tone}]" if tone else safe_text(d["verdict"])
     context = f"closed-form bound {d['closed_form_bound']:,}, " if d["bound_by_flow"] else ""
-    return (f"[bold]Replica moves[/bold] — {safe_text(d['verdict'])} — {proof} "
+    return (f"[bold]Replica moves[/bold] — {verdict} "
             f"[dim]({context}M* {d['min_moves']:,} for cluster-wide count balance: context, not the bound)[/dim]")
 
 
