@@ -52,8 +52,8 @@ def report_identity(inputs: Iterable[tuple[str, str | os.PathLike]], *, request:
                     created_from: str | None = None) -> dict:
     """The report's ``identity``: ``tool``, ``version``, ``created`` and ``created_from`` (what the time is: "plan
     sidecar", "SOURCE_DATE_EPOCH", or null with no time), ``inputs`` (role, path as given, sha256, bytes; in the
-    order given), ``request`` (the fields that differ from the defaults; null without a plan) and ``request_from``
-    ("plan sidecar" or "options")."""
+    order given), ``request`` (the fields that differ from the defaults; null when none is given) and ``request_from``
+    (what the caller says it came from: "plan sidecar" or "options")."""
     from . import __version__
 
     files = [{"role": role, "path": str(path), "sha256": file_sha256(path), "bytes": os.path.getsize(path)}

@@ -350,6 +350,20 @@ def _failover_section(fo: dict | None, what: str, plan: bool) -> str:
             + _table(head, trs, cls=f"failover-{'broker' if what == 'broker' else 'rack'}"))
 
 
+def _frontier_match(d: dict, rep: dict) -> str:
+    """Which of the frontier's points this plan is: the planned points with its moves, per-topic spread and worst
+    failover spread (a plan made with that point's budget has exactly those)."""
+    if rep["moves"] is None:
+        return ""
+    s = rep["spreads"]
+    key = (rep["moves"]["replica_moves"], s["topics"][1], s["failover"][1])
+    same = [p["label"] for p in d["points"]
+            if p["usable"] and (p["moves"], p["topic_spread"], p["failover_worst_spread"]) == key]
+    text = (f"This plan is the frontier's point {', '.join(same)} (the same moves and spreads)." if same else
+            "This plan is none of the frontier's points (no point has its moves and spreads).")
+    return f'<div class="note frontier-match">{escape(text)}</div>'
+
+
 def render_html(rep: dict, title: str = "flowbalance report", *, frontier: dict | None = None) -> str:
     """The whole page as a string (UTF-8, no external resource); ``frontier``: a checked ``frontier --json`` dict
     to draw after the moves."""
@@ -369,7 +383,7 @@ def render_html(rep: dict, title: str = "flowbalance report", *, frontier: dict 
     if m is not None:
         out += ["<h2>Moves</h2>", _moves_kpis(m), _transfers(rep["transfers"], c["sizes_known"])]
     if frontier is not None:
-        out.append(frontier_section(frontier))
+        out += [frontier_section(frontier), _frontier_match(frontier, rep)]
     out += [_warnings(rep["warnings"]), _spreads(rep["spreads"], plan), _load(rep, plan),
             _heat_section(rep["leader_pairs"], plan), _failover_section(rep["failover"], "broker", plan),
             _failover_section(rep["rack_failover"], "rack", plan), "</body></html>\n"]

@@ -102,6 +102,22 @@ def test_the_plans_strict_bound_is_called_a_bound_beside_the_frontiers_strict_pl
     assert bound_text(zero["per_topic"], None) == zero["per_topic"]["text"]  # no frontier: the certificate's words
 
 
+def test_the_page_says_which_frontier_point_the_plan_is(files, run_cli, tmp_path):
+    data = json.loads((files / "frontier.json").read_text())
+    out = tmp_path / "r.html"
+    assert _report(run_cli, files, "assignment.json", files / "frontier.json", out)[0] == 0
+    zero = data["points"][0]
+    same = [p["label"] for p in data["points"] if p["usable"] and all(
+        p[k] == zero[k] for k in ("moves", "topic_spread", "failover_worst_spread"))]  # the plan is budget 0's
+    assert f"This plan is the frontier&#x27;s point {', '.join(same)} (the same moves and spreads)." in out.read_text()
+    moved = copy.deepcopy(data)
+    for p in moved["points"]:
+        p["moves"] = (p["moves"] or 0) + 1
+    (tmp_path / "other.json").write_text(json.dumps(moved))
+    assert _report(run_cli, files, "assignment.json", tmp_path / "other.json", out)[0] == 0
+    assert "This plan is none of the frontier&#x27;s points" in out.read_text()
+
+
 def test_frontier_needs_html(files, run_cli, tmp_path):
     code, out, err = run_cli("report", files / "assignment.json", "--frontier", files / "frontier.json")
     assert_one_line(code, out, err, "--frontier", "--html", "frontier.json")
