@@ -148,7 +148,7 @@ def _heat(title: str, lp: dict, key: str, top: int) -> str:
     colour's intensity the count over ``top``, a ``<title>`` per cell; every cell of every listed row when all
     rows are listed, else only the non-zero cells (the rows are the worst failover brokers)."""
     rows, cols, mat = lp["rows"], lp["brokers"], lp[key]
-    size, pad_l, pad_t = 560, 44, 40
+    size, pad_l, pad_t = 560, 52, 40
     cw = (size - pad_l - 4) / len(cols)
     ch = cw if lp["all_rows"] else max(cw, 12)
     height = pad_t + ch * len(rows) + 6
@@ -156,7 +156,8 @@ def _heat(title: str, lp: dict, key: str, top: int) -> str:
              f'viewBox="0 0 {size} {height:.0f}" xmlns="http://www.w3.org/2000/svg">',
              f'<rect x="{pad_l}" y="{pad_t}" width="{cw * len(cols):.1f}" height="{ch * len(rows):.1f}" '
              f'fill="#f5f7fa"/>']
-    step = max(1, -(-len(cols) * 11 // (size - pad_l)))  # a label every ``step`` columns, 11 units apart at least
+    gap = 6 * max(len(str(b)) for b in cols) + 4  # units a column label needs at font size 9
+    step = max(1, -(-len(cols) * gap // (size - pad_l)))  # a label every ``step`` columns
     for j, b in enumerate(cols):
         if j % step == 0:
             parts.append(f'<text x="{pad_l + (j + 0.5) * cw:.1f}" y="{pad_t - 6}" font-size="9" '
@@ -176,7 +177,8 @@ def _heat(title: str, lp: dict, key: str, top: int) -> str:
                          f'height="{ch:.2f}" {fill} stroke="#fff" stroke-width="0.5"><title>leader {escape(leader)}, '
                          f'first follower {escape(b)}: {v:,} partitions</title></rect>')
     parts.append(f'<text x="{pad_l}" y="12" font-size="10" fill="#1f2933">first follower →</text>'
-                 f'<text x="2" y="{pad_t - 6}" font-size="10" fill="#1f2933">leader ↓</text></svg>')
+                 f'<text x="{pad_l - 7}" y="{pad_t - 6}" font-size="10" text-anchor="end" fill="#1f2933">leader ↓</text>'
+                 "</svg>")
     return f"<div><h3>{escape(title)}</h3>{''.join(parts)}</div>"
 
 
