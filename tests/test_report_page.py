@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from flowbalance.generate import generate_cluster
-from flowbalance.identity import report_identity
 from flowbalance.planmeta import sidecar_path
 from flowbalance.planner import plan
 from flowbalance.report import build_report
