@@ -28,14 +28,18 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 def request_changes(req: PlanRequest) -> dict:
-    """The request's fields that differ from the defaults, as plain JSON (tuples as lists), in field order."""
+    """The request's fields that differ from the defaults, as plain JSON (tuples as lists), in field order; a value
+    written as the default's text (the budget "0" the command line passes for 0) is the default."""
     plain = PlanRequest()
 
     def as_json(v):
         return [as_json(x) for x in v] if isinstance(v, (tuple, list)) else v
 
+    def same(a, b) -> bool:
+        return a == b or (not isinstance(a, (tuple, list)) and str(a) == str(b))
+
     return {f.name: as_json(getattr(req, f.name)) for f in fields(PlanRequest)
-            if getattr(req, f.name) != getattr(plain, f.name)}
+            if not same(getattr(req, f.name), getattr(plain, f.name))}
 
 
 def source_date(env: Mapping[str, str]) -> str | None:

@@ -105,7 +105,7 @@ def test_identity_names_every_input_with_its_sha256_and_the_request(racked, run_
     for f in ident["inputs"]:
         data = open(want[f["role"]], "rb").read()
         assert f["sha256"] == hashlib.sha256(data).hexdigest() and f["bytes"] == len(data), f["role"]
-    assert ident["request"] == {"remove": [4], "extra_moves": "0"} and ident["request_from"] == "plan sidecar"
+    assert ident["request"] == {"remove": [4]} and ident["request_from"] == "plan sidecar"
     text = page.read_text()
     assert all(f'<code class="sha256">{f["sha256"]}</code>' in text for f in ident["inputs"])
     assert "cur&lt;i&gt;&amp;.json" in text and "cur<i>" not in text
