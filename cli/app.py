@@ -28,6 +28,7 @@ try:  # Ctrl-C while the command line loads (numpy, typer, ...): one line, not a
     from .fleet import fleet
     from .frontier import frontier_command
     from .generate import generate
+    from .place import place_command
     from .plan import plan_command
     from .render import escape_controls
     from .report import report
@@ -63,6 +64,7 @@ def _root(
 app.command("check")(check)
 app.command("generate")(generate)
 app.command("plan")(plan_command)
+app.command("place")(place_command)
 app.command("compare")(compare)
 app.command("frontier")(frontier_command)
 app.command("batches")(batches)
