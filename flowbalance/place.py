@@ -463,3 +463,25 @@ def _state_fields(m: StateMetrics) -> dict:
 
 def _plain(x: float) -> int | float:
     return int(x) if float(x).is_integer() else round(float(x), 6)
+
+
+def items_from_json(value: object, source: str) -> tuple[NewTopic, ...]:
+    """A fleet.json ``place`` value: [{"topic": T, "partitions": N, "rf": K} or {"topic": T, "add_partitions": N},
+    ...], validated; errors under ``source`` (``fleet.json: clusters.NAME.place[0].rf: ...``)."""
+    if not isinstance(value, list) or not value:
+        raise InputError(source, "", "expected a list of {\"topic\", \"partitions\", \"rf\"} or "
+                         "{\"topic\", \"add_partitions\"}", value)
+    out = []
+    for i, entry in enumerate(value):
+        where = f"{source}[{i}]"
+        keys = {"topic", "add_partitions"} if isinstance(entry, dict) and "add_partitions" in entry else \
+            {"topic", "partitions", "rf"}
+        if not isinstance(entry, dict) or set(entry) != keys:
+            raise InputError(where, "", f"expected the keys {', '.join(sorted(keys))}", entry)
+        add = "add_partitions" in entry
+        item = NewTopic(entry["topic"], entry["add_partitions" if add else "partitions"], entry.get("rf"), add=add)
+        try:
+            out.append(item.validate())
+        except RequestError as err:
+            raise err.under(where) from None
+    return tuple(out)

@@ -30,6 +30,8 @@ FLAGS = {
 }
 # fleet.json keys that say how a cluster's files are read (used at ingest, not part of the request)
 INPUT_KEYS = ("current", "brokers", "sizes", "format", "disable_rack_aware", "from_target", "move_unhealthy")
+# fleet.json keys of other requests beside the plan's (``place``: new topics, read by ``place.items_from_json``)
+OTHER_KEYS = ("place",)
 
 
 @dataclass(frozen=True)
@@ -184,9 +186,10 @@ class PlanRequest:
         ``remove``; ``pin``: a pattern or a list of them. Keys of ``INPUT_KEYS`` are ignored here.
         Errors name the key's path: ``fleet.json: clusters.NAME.remove: ...``."""
         known = {f.name for f in fields(cls)} - {"stages"}
-        unknown = sorted(set(entry) - known - set(INPUT_KEYS))
+        unknown = sorted(set(entry) - known - set(INPUT_KEYS) - set(OTHER_KEYS))
         if unknown:
-            raise InputError(f"{source}.{unknown[0]}", "", f"unknown key (choose from {', '.join(sorted(known) + list(INPUT_KEYS))})")
+            choices = sorted(known) + list(INPUT_KEYS) + list(OTHER_KEYS)
+            raise InputError(f"{source}.{unknown[0]}", "", f"unknown key (choose from {', '.join(choices)})")
         for key in ("from_target", "move_unhealthy", "disable_rack_aware"):
             if type(entry.get(key, False)) is not bool:
                 raise InputError(f"{source}.{key}", "", "expected true or false", entry[key])

@@ -23,7 +23,8 @@ PLANNED = ("cluster string, ok boolean, reason string, strategy string, plan_jso
            "proven_optimal boolean, bytes_to_move long, leader_changes long, changed_partitions long, "
            "replica_spread_before double, replica_spread_after double, topic_spread_before double, "
            "topic_spread_after double, leader_spread_before double, leader_spread_after double, "
-           "failover_spread_before double, failover_spread_after double, failover_bound double, seconds double")
+           "failover_spread_before double, failover_spread_after double, failover_bound double, seconds double, "
+           "place_json string")
 PLANNED_COLUMNS = [c.strip().split(" ")[0] for c in PLANNED.split(",")]
 
 
@@ -49,6 +50,7 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
                                 had_log_dirs=had_dirs, dirs=pdf[pdf.kind == "dirs"])
         pinned = _held_rows(state, held["partitions"]) if held is not None else None
         p = plan(state, request, pinned=pinned, notes=held["notes"] if held is not None else ())
+        placed = _placed(state, req.get("place"), request, cluster)
     except RequestError as err:  # a field that does not fit this cluster (an unknown broker, topic, ...)
         out.update(ok=False, reason=err.under(f"fleet.json: clusters.{cluster}").line())
         return pd.DataFrame([out])
@@ -73,9 +75,24 @@ def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
         leader_spread_before=float(mb.leader_spread), leader_spread_after=float(ma.leader_spread),
         failover_spread_before=float(mb.failover.worst[1]), failover_spread_after=float(ma.failover.worst[1]),
         failover_bound=None if cert["failover"] is None else float(cert["failover"]["bound"]),
-        seconds=round(time.perf_counter() - t0, 4),
+        seconds=round(time.perf_counter() - t0, 4), place_json=placed,
     )
     return pd.DataFrame([out])
+
+
+def _placed(state, items, request, cluster: str) -> str | None:
+    """The cluster's ``place`` request placed on its current state (as ``flowbalance place`` would, with the
+    plan request's ``exclude_brokers``): the text of ``CLUSTER/place.json``; None without one."""
+    if items is None:
+        return None
+    from ..errors import RequestError
+    from ..place import PlaceRequest, items_from_json, place, place_text
+
+    source = f"fleet.json: clusters.{cluster}.place"
+    try:
+        return place_text(place(state, PlaceRequest(items_from_json(items, source), request.exclude_brokers)))
+    except RequestError as err:
+        raise err.under(source) from None
 
 
 def _held_rows(state, partitions: list) -> "np.ndarray":

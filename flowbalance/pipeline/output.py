@@ -118,6 +118,8 @@ def write_outputs(out: str | os.PathLike, planned: pd.DataFrame, tables: dict[st
         files[str(folder / "election.json")] = r["election_json"]
         if r.get("meta_json"):
             files[str(folder / "plan.meta.json")] = r["meta_json"]
+        if r.get("place_json"):
+            files[str(folder / "place.json")] = r["place_json"]
     for name, df in tables.items():
         files.update(_table_files(name, df, root))
     for path in files:
