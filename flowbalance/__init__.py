@@ -16,6 +16,7 @@ from .frontier import Frontier, frontier, frontier_summary
 from .load import load_cluster, load_texts, mark_removed
 from .metrics import compare, measure
 from .model import Broker, Brokers, ClusterState, Partition
+from .place import NewTopic, PlaceRequest, Placement, place, place_summary, place_text
 from .planfile import read_plan
 from .planner import Plan, PlanFiles, certify_plan, plan, plan_files
 from .report import build_report
@@ -27,8 +28,10 @@ from .verify import PlanVerificationError
 __version__ = "0.1.0"
 
 __all__ = [
-    "Broker", "Brokers", "Certificate", "ClusterState", "Frontier", "InputError", "MovesVerdict", "Partition", "Plan",
+    "Broker", "Brokers", "Certificate", "ClusterState", "Frontier", "InputError", "MovesVerdict", "NewTopic",
+    "Partition", "Placement", "PlaceRequest", "Plan",
     "PlanFiles", "PlanRequest", "PlanVerificationError", "PlanningError", "RequestError", "Resolved", "build_report", "certificate_fields",
-    "certify_plan", "compare", "frontier", "frontier_summary", "held_rows", "load_cluster", "load_texts", "mark_removed", "measure", "plan", "plan_files",
+    "certify_plan", "compare", "frontier", "frontier_summary", "held_rows", "load_cluster", "load_texts", "mark_removed", "measure", "place", "place_summary",
+    "place_text", "plan", "plan_files",
     "plan_input", "read_plan", "resolve", "__version__",
 ]
