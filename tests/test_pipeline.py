@@ -213,6 +213,25 @@ def test_plan_all_also_plans_balanced_clusters(spark, run_cli, tmp_path):
         _sidecar_body(want["plan.meta.json"])
 
 
+def test_fleet_places_new_topics_on_spark_as_place_does(spark, run_cli, tmp_path):
+    """``"place"`` in fleet.json, run by Spark for real: the cluster's place.json is byte for byte what
+    ``flowbalance place CURRENT --topics-file ... -o`` writes for the same topics."""
+    from flowbalance.pipeline.run import run_fleet
+
+    root = tmp_path / "fleet"
+    shutil.copytree(FLEET / "beta", root / "beta")
+    entry = [{"topic": "new-topic-a", "partitions": 12, "rf": 3}, {"topic": "new-topic-b", "partitions": 5, "rf": 2}]
+    (root / "fleet.json").write_text(json.dumps({"clusters": {"beta": {"place": entry}}}))
+    res = run_fleet(str(root), str(tmp_path / "o"), spark=spark)
+    row = res.summary.set_index("cluster").loc["beta"]
+    assert row.status != "error", row.to_dict()
+    (tmp_path / "topics.csv").write_text("topic,partitions,rf\nnew-topic-a,12,3\nnew-topic-b,5,2\n")
+    code, _, err = run_cli("place", root / "beta" / "assignment.json", "--brokers", root / "beta" / "brokers.csv",
+                           "--topics-file", tmp_path / "topics.csv", "-o", tmp_path / "place.json", "--json")
+    assert code == 0, err
+    assert (tmp_path / "o" / "beta" / "place.json").read_bytes() == (tmp_path / "place.json").read_bytes()
+
+
 def _tables_snapshot(tmp: Path, fmt: str) -> Path:
     """The testdata fleet as brokers/replicas/sizes tables plus a metric history (delta and gamma only: no
     log_dirs in their dumps, so their plans must match the dumps' plans byte for byte)."""
