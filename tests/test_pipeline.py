@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -118,6 +119,24 @@ def test_local_run_plans_what_needs_it_and_reports_bad_clusters(local_run):
     # the certificate's failover bound (a lower bound on the planned worst spread), for every planned cluster
     assert planned.failover_bound.notna().all()
     assert (planned.failover_bound <= planned.failover_spread_after + 1e-9).all()
+    # whole numbers are written as such in every CSV table, and the CSV reads back as the Parquet's values
+    for name in ("summary", "health_clusters", "health_brokers"):
+        text = (out / f"{name}.csv").read_text()
+        assert not re.search(r"(^|,)-?\d+\.0(,|$)", text, flags=re.M), name
+        typed = pd.read_parquet(out / f"{name}.parquet")
+        back = pd.read_csv(out / f"{name}.csv")
+        for col in typed.columns:
+            if typed[col].dtype.kind in "fiu":
+                assert np.allclose(back[col].astype(float), typed[col].astype(float), equal_nan=True), (name, col)
+
+
+def test_csv_tables_write_whole_numbers_without_a_decimal_point(tmp_path):
+    from flowbalance.pipeline.output import _table_files
+
+    df = pd.DataFrame({"name": ["a", "b", "c"], "spread": [42.0, 1.5, None], "count": [1, 2, 3]})
+    files = _table_files("t", df, tmp_path)
+    assert files[str(tmp_path / "t.csv")].decode() == "name,spread,count\na,42,1\nb,1.5,2\nc,,3\n"
+    assert pd.read_parquet(io.BytesIO(files[str(tmp_path / "t.parquet")])).spread.dtype.kind == "f"
 
 
 # ---- a real standalone Spark cluster -------------------------------------------------------------------

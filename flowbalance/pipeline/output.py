@@ -62,10 +62,27 @@ def summary_table(clusters: list[str], planned: pd.DataFrame, health: pd.DataFra
 
 
 def _table_files(name: str, df: pd.DataFrame, out: Path) -> dict[str, bytes]:
+    """The table as Parquet (typed) and CSV (whole numbers written as such: a spread of 42 is ``42``, not
+    ``42.0``, though the column is float because it also holds fractions or blanks)."""
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
     return {str(out / f"{name}.parquet"): buf.getvalue(),
-            str(out / f"{name}.csv"): df.to_csv(index=False, lineterminator="\n").encode("utf-8")}
+            str(out / f"{name}.csv"): _csv_numbers(df).to_csv(index=False, lineterminator="\n").encode("utf-8")}
+
+
+def _csv_numbers(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each float column's whole values as integers (text), the others as pandas writes them."""
+    out = df.copy()
+    for col in df.columns:
+        if df[col].dtype.kind == "f":
+            out[col] = df[col].map(_number_text).astype(object)
+    return out
+
+
+def _number_text(value: float) -> str:
+    if pd.isna(value):
+        return ""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _under(root: Path, path: Path) -> bool:
