@@ -17,12 +17,6 @@ from pyspark.sql import SparkSession
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "4g"  # Spark's 1g is too little to collect the health of a 200-cluster fleet
 LOG_CONFIG = os.path.join(os.path.dirname(__file__), "log4j2.properties")
-# HotSpot compiles a method with C2 (its optimizing compiler) after 10x its default counts: the JVM of a fleet run
-# lives a few minutes, and with C2's defaults it spent about 42 s of CPU compiling (ingest, weights, health on the
-# benchmark's 200 clusters, 2 cores), more than the tasks themselves; with these, 28 s, the tasks no slower
-# (CPU of those stages 113.9 -> 100.5 s). Only the JVM's compilation policy: every result is the same.
-JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
-               "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
 
 
 def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_partitions: int = 8,
@@ -44,10 +38,8 @@ def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_
     conf = dict(conf or {})
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit its --driver-memory applies
         conf.setdefault("spark.driver.memory", DEFAULT_DRIVER_MEMORY)
-        # errors only, from the JVM's first line on (setLogLevel comes too late for start-up warnings); and the
-        # JIT policy above (a --conf spark.driver.extraJavaOptions=... replaces both)
-        log = f"-Dlog4j2.configurationFile=file:{LOG_CONFIG} " if quiet else ""
-        conf.setdefault("spark.driver.extraJavaOptions", log + JIT_OPTIONS)
+        if quiet:  # errors only, from the JVM's first line on (setLogLevel comes too late for start-up warnings)
+            conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}")
     for k, v in conf.items():
         b = b.config(k, v)
     if log_file is not None and _launches_jvm():
