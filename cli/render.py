@@ -14,6 +14,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from flowbalance.frontier import format_number
 from flowbalance.summary import format_bytes as _bytes
 
 MAX_BROKER_ROWS = 16  # one screen with the rest of the view
@@ -235,12 +236,7 @@ def dirs_text(d: dict) -> str:
 
 def _arrow(pair) -> str:
     a, b = pair
-    return f"{_num(a)} → {_num(b)}"
-
-
-def _num(x) -> str:
-    """An integer with thousands separators (``1,283,007``), as ``generate`` prints counts; anything else as is."""
-    return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else str(x)
+    return f"{format_number(a)} → {format_number(b)}"
 
 
 def moves_line(d: dict) -> str:

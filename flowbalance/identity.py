@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import fields
 from typing import Iterable, Mapping
 
+from .planmeta import request_json
 from .request import PlanRequest
 
 _CHUNK = 1 << 20
@@ -28,18 +28,12 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 def request_changes(req: PlanRequest) -> dict:
-    """The request's fields that differ from the defaults, as plain JSON (tuples as lists), in field order; a value
-    written as the default's text (the budget "0" the command line passes for 0) is the default."""
-    plain = PlanRequest()
-
-    def as_json(v):
-        return [as_json(x) for x in v] if isinstance(v, (tuple, list)) else v
-
-    def same(a, b) -> bool:
-        return a == b or (not isinstance(a, (tuple, list)) and str(a) == str(b))
-
-    return {f.name: as_json(getattr(req, f.name)) for f in fields(PlanRequest)
-            if not same(getattr(req, f.name), getattr(plain, f.name))}
+    """The request's fields that differ from the defaults, as the sidecar writes them (``planmeta.request_json``),
+    in field order; a value written as the default's text (the budget "0" the command line passes for 0) is the
+    default."""
+    given, plain = request_json(req), request_json(PlanRequest())
+    return {k: v for k, v in given.items()
+            if not (v == plain[k] or (not isinstance(v, list) and str(v) == str(plain[k])))}
 
 
 def source_date(env: Mapping[str, str]) -> str | None:

@@ -37,6 +37,7 @@ from .place_leaders import choose_leaders
 from .place_sets import new_counts, partition_sets
 from .stages.failover import balance_failover
 from .stages.followers import balance_followers
+from .summary import num
 from .targets import intervals
 from .verify import PlanVerificationError
 
@@ -402,7 +403,7 @@ def place_summary(pl: Placement, *, bootstrap: str = "$BOOTSTRAP") -> dict:
         "topics": [_topic_fields(pl, spec, bootstrap) for spec in pl.specs],
         "cluster": {"before": _state_fields(measure(pl.before)), "after": _state_fields(measure(pl.after)),
                     "kafka_default": _state_fields(measure(pl.kafka))},
-        "failover_bound": _plain(pl.failover_bound), "failover_bound_met": pl.failover_exact,
+        "failover_bound": num(pl.failover_bound), "failover_bound_met": pl.failover_exact,
     }
 
 
@@ -447,22 +448,18 @@ def _topic_spreads(state: ClusterState, topic: str) -> dict:
     sub = ClusterState(state.brokers, state.topics, state.topic[rows], state.partition[rows],
                        state.replicas[rows], state.size[rows])
     b = state.brokers
-    return {"replica_spread": _plain(topic_spread(sub).spread),
-            "leader_spread": _plain(spread(leader_counts(sub), b.weight, b.live))}
+    return {"replica_spread": num(topic_spread(sub).spread),
+            "leader_spread": num(spread(leader_counts(sub), b.weight, b.live))}
 
 
 def _state_fields(m: StateMetrics) -> dict:
     """The cluster-wide figures of one state, as ``check`` measures them."""
     rf = m.rack_failover
-    return {"replica_spread": _plain(m.replica_spread), "topic_spread": _plain(m.topic.spread),
-            "worst_topic": m.topic.worst_topic, "leader_spread": _plain(m.leader_spread),
-            "failover_worst_spread": _plain(m.failover.worst[1]),
-            "rack_failover_worst_spread": _plain(rf.worst[1]) if len(rf.failed) else None,
+    return {"replica_spread": num(m.replica_spread), "topic_spread": num(m.topic.spread),
+            "worst_topic": m.topic.worst_topic, "leader_spread": num(m.leader_spread),
+            "failover_worst_spread": num(m.failover.worst[1]),
+            "rack_failover_worst_spread": num(rf.worst[1]) if len(rf.failed) else None,
             "rack_violations": int(len(m.rack_violations))}
-
-
-def _plain(x: float) -> int | float:
-    return int(x) if float(x).is_integer() else round(float(x), 6)
 
 
 def items_from_json(value: object, source: str) -> tuple[NewTopic, ...]:
