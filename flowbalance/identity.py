@@ -16,6 +16,7 @@ from .planmeta import request_json
 from .request import PlanRequest
 
 _CHUNK = 1 << 20
+LATEST_EPOCH = 253402300799  # 9999-12-31T23:59:59Z, the last second every platform's gmtime accepts
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -37,10 +38,10 @@ def request_changes(req: PlanRequest) -> dict:
 
 
 def source_date(env: Mapping[str, str]) -> str | None:
-    """``SOURCE_DATE_EPOCH`` (seconds since 1970) from ``env`` as an ISO UTC time, or None when unset or not an
-    integer."""
+    """``SOURCE_DATE_EPOCH`` (seconds since 1970) from ``env`` as an ISO UTC time, or None when unset, not an
+    integer or past year 9999 (the command line refuses such a value before this is reached)."""
     raw = env.get("SOURCE_DATE_EPOCH", "").strip()
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > LATEST_EPOCH:
         return None
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(raw)))
 

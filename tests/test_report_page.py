@@ -248,3 +248,24 @@ def test_24_broker_demo_page_in_headless_chromium(run_cli, tmp_path):
         assert block.count('<rect class="cell"') == 24 * 24
     assert re.search(r"<details class=\"changed\"><summary>All [\d,]+ changed partitions</summary>", dom)
     assert np.isclose(sum(x["replicas"] for x in rep["transfers"]["pairs"]), rep["moves"]["replica_moves"])
+
+
+@pytest.mark.parametrize("value", ["abc", "", "99999999999999999", "1.5", "\u00b2", "\x1b[2J"])
+def test_a_bad_source_date_epoch_is_one_line_and_exit_2(value, tmp_path):
+    """SOURCE_DATE_EPOCH (the page's time without a sidecar) is checked before numpy is imported: numpy's f2py
+    reads it at import and stopped with a traceback on 'abc' or a value past year 9999."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SOURCE_DATE_EPOCH=value)
+    res = subprocess.run([sys.executable, "-m", "flowbalance_cli", "report", str(TESTDATA / "kafka" / "assignment.json"),
+                          "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 2 and res.stdout == ""
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("flowbalance: error: SOURCE_DATE_EPOCH:"), res.stderr
+    assert "\x1b" not in res.stderr
+    ok = subprocess.run([sys.executable, "-m", "flowbalance_cli", "report", str(TESTDATA / "kafka" / "assignment.json"),
+                         "--json"], capture_output=True, text=True, env=dict(os.environ, SOURCE_DATE_EPOCH="1700000000"),
+                        timeout=120)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["identity"]["created"] == "2023-11-14T22:13:20Z"
