@@ -40,6 +40,7 @@ from .stage_targets import StageTargets
 
 _NEG_INF = np.iinfo(np.int64).min // 4
 PRUNE_FROM_ARCS = 200_000  # networks this large are solved pruned first
+SEGMENT_BLOCK = 1 << 18  # cells cut into pieces at a time (``_segments``)
 PRUNE_SLACK = 32  # units of release / arrival arcs kept per node beyond its need in the first pruned solve
 
 
@@ -208,10 +209,21 @@ def _pieces(tg: StageTargets, cells: np.ndarray, lexicographic: bool) -> tuple[n
     return np.hstack([floor, lo, hi]), np.array([-pen, 0, pen], dtype=np.int64)
 
 
-def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.ndarray, lexicographic: bool
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.ndarray, lexicographic: bool,
+              block: int = SEGMENT_BLOCK) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The counts x in [first, end) of each cell cut into the pieces of its marginal cost: (cell, units, cost,
-    piece index: costs rise with it) per non-empty piece."""
+    piece index: costs rise with it) per non-empty piece, cell by cell in order. ``block`` cells at a time: the
+    pieces are a (cells x pieces) matrix, 9,000,000 x 11 at 3,000 topics on 3,000 brokers (0.8 GB per copy)."""
+    parts = [_segment_block(tg, cells[i:i + block], first[i:i + block], end[i:i + block], lexicographic)
+             for i in range(0, len(cells), block)] or [_segment_block(tg, cells, first, end, lexicographic)]
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
+
+
+def _segment_block(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.ndarray, lexicographic: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``_segments`` for one block of cells."""
     st, costs = _pieces(tg, cells, lexicographic)
     units = np.empty_like(st)  # each piece's end (the next start), then its units in [first, end), in place:
     units[:, :-1] = st[:, 1:]  # millions of cells x pieces, so no temporaries
