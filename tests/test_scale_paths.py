@@ -285,9 +285,12 @@ def test_method_md_split_example():
 @given(st.integers(0, 10_000), st.sampled_from(["graded", "strict", "none"]))
 def test_split_segments_match_a_unit_by_unit_cut(seed, mode):
     """The split network's parallel arcs per cell: the counts x in [first, end) grouped by the marginal-cost
-    piece each falls in, as a loop over every x finds them (cell, units, cost, piece), in cell then piece order."""
+    piece each falls in, as a loop over every x finds them (cell, units, cost, piece), in cell then piece order,
+    whatever the block of cells cut at a time; each unit's cost is the module doc's marginal cost of x."""
     from types import SimpleNamespace
 
+    from flowbalance.stages.common import TOPIC_STEPS
+    from flowbalance.stages.common import penalties
     from flowbalance.stages.split import _pieces, _segments
 
     rng = np.random.default_rng(seed)
@@ -297,13 +300,23 @@ def test_split_segments_match_a_unit_by_unit_cut(seed, mode):
     cells = np.sort(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False))
     first = rng.integers(0, 8, len(cells))
     end = first + rng.integers(0, 12, len(cells))
-    got = _segments(tg, cells, first, end, mode == "graded")
+    got = _segments(tg, cells, first, end, mode == "graded", block=int(rng.integers(1, 40)))
     st_, costs = _pieces(tg, cells, mode == "graded")
+    S, pen = TOPIC_STEPS, penalties(1, 50, 1, 1)[0]
+
+    def marginal(x: int, lo: int, hi: int) -> int:  # the cost of the unit that takes the count from x to x + 1
+        if mode == "none":
+            return 0
+        if mode == "strict":
+            return -pen if x < lo else 0 if x < hi else pen
+        return max(x - lo, -(S + 1)) if x < lo else 0 if x < hi else min(x - hi + 1, S + 1)
+
     want = []
     for i, c in enumerate(cells.tolist()):
         run = {}
         for x in range(int(first[i]), int(end[i])):
             k = int(np.flatnonzero(st_[i] <= x).max())
+            assert int(costs[k]) == marginal(x, int(tg.tlo[c]), int(tg.thi[c]))
             run[k] = run.get(k, 0) + 1
         want += [(c, u, int(costs[k]), k) for k, u in sorted(run.items())]
     assert list(zip(*[a.tolist() for a in got])) == want
