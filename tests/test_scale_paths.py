@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from flowbalance.flow.mincost import solve_min_cost, solve_min_cost_split
@@ -320,3 +321,31 @@ def test_split_segments_match_a_unit_by_unit_cut(seed, mode):
             run[k] = run.get(k, 0) + 1
         want += [(c, u, int(costs[k]), k) for k, u in sorted(run.items())]
     assert list(zip(*[a.tolist() for a in got])) == want
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 400), min_size=1, max_size=40, unique=True),
+       st.lists(st.integers(0, 10 ** 6), max_size=300), st.integers(0, 2), st.sampled_from([None, -2, 5, 401, 10 ** 6]))
+@example(list(range(10)), [1, 2, 3], 1, -2)
+def test_index_of_matches_a_dict(ids, picks, pad_every, stranger):
+    """Broker ids to dense indices, by table (many ids) or by binary search (few): each id's position in the
+    sorted ids, PAD stays PAD, and the first unknown id (in row order) is the KeyError's, as a dict finds them.
+    Repeated to 4,096 ids and more so that the table is tried whenever the ids allow it."""
+    from flowbalance.model import LOOKUP_FROM
+
+    br = Brokers.build(ids)
+    pos = {b: i for i, b in enumerate(sorted(ids))}
+    asked = [ids[p % len(ids)] for p in picks] + [PAD] * pad_every
+    if stranger is not None and picks:
+        asked.insert(picks[0] % len(asked), stranger)
+    arr = np.array(asked * (LOOKUP_FROM // max(len(asked), 1) + 1), dtype=np.int64)
+    unknown = [x for x in arr.tolist() if x != PAD and x not in pos]
+    if unknown:
+        with pytest.raises(KeyError) as err:
+            br.index_of(arr)
+        assert err.value.args == (unknown[0],)
+        return
+    got = br.index_of(arr.reshape(-1, 1))
+    assert got.dtype == np.int32
+    assert got.ravel().tolist() == [PAD if x == PAD else pos[x] for x in arr.tolist()]
+    assert br.index_of(arr[:3]).tolist() == [PAD if x == PAD else pos[x] for x in arr[:3].tolist()]
