@@ -77,3 +77,56 @@ def test_convex_arcs_meet_an_interval_when_possible():
     net.set_supply(supply)
     flows, cost = solve_min_cost(net)
     assert cost == -300  # 3 rewarded units, 1 free
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(graphs(), min_size=1, max_size=6), st.integers(1, 4), st.booleans(), st.integers(-1, 6))
+def test_split_solve_forked_equals_serial_and_networkx(parts, amount, shuffle, plain):
+    """Independent components solved one by one (``solve_split_arrays``): in one process, or the second half in
+    a forked child, the flows are identical; each component's cost is networkx's min cost (``amount`` from its
+    node 0 to its last node; every component but number ``plain`` also has a costly arc between them, so that
+    one may be infeasible, in either half), and an infeasible component is named the same way by both."""
+    parts = [(n, pairs + [(0, n - 1)], cap + [amount], cost + [50]) if k != plain else (n, pairs, cap, cost)
+             for k, (n, pairs, cap, cost) in enumerate(parts)]
+    import pytest
+
+    from flowbalance.flow.mincost import FlowError, solve_split_arrays
+
+    tails, heads, caps, costs, supply, comp, base = [], [], [], [], [], [], 0
+    for k, (n, pairs, cap, cost) in enumerate(parts):
+        tails += [base + u for u, _ in pairs]
+        heads += [base + v for _, v in pairs]
+        caps += cap
+        costs += cost
+        sup = [0] * n
+        sup[0], sup[n - 1] = amount, -amount
+        supply += sup
+        comp += [k] * n
+        base += n
+    order = np.random.default_rng(len(tails)).permutation(len(tails)) if shuffle else np.arange(len(tails))
+    arrays = [np.asarray(a, dtype=np.int64)[order] for a in (tails, heads, caps, costs)]
+    args = (*arrays, np.asarray(supply, dtype=np.int64), np.asarray(comp, dtype=np.int64))
+    outcome = []
+    for processes in (1, 2):
+        try:
+            outcome.append(solve_split_arrays(*args, processes=processes).tolist())
+        except FlowError as err:
+            outcome.append(str(err))
+    assert outcome[0] == outcome[1]
+    if isinstance(outcome[0], str):
+        with pytest.raises(FlowError):
+            solve_split_arrays(*args, processes=1)
+        assert solve_split_arrays(*args, infeasible_ok=True, processes=2) is None
+        return
+    flows = np.asarray(outcome[0])
+    t, h, c, w = arrays
+    base = 0
+    for k, (n, pairs, cap, cost) in enumerate(parts):
+        G = nx.MultiDiGraph()  # the costly arc may parallel one of the component's
+        G.add_nodes_from(range(n))
+        G.nodes[0]["demand"], G.nodes[n - 1]["demand"] = -amount, amount
+        for (u, v), cp, cs in zip(pairs, cap, cost):
+            G.add_edge(u, v, capacity=cp, weight=cs)
+        mine = (t >= base) & (t < base + n)
+        assert int((flows[mine] * w[mine]).sum()) == nx.min_cost_flow_cost(G)
+        base += n

@@ -1,10 +1,20 @@
 """Min-cost flow with OR-Tools' compiled SimpleMinCostFlow (networkx is the reference oracle in tests)."""
 from __future__ import annotations
 
+import os
+import threading
+
 import numpy as np
 from ortools.graph.python import min_cost_flow
 
 from .network import Network
+
+
+# networks of independent components (``solve_split_arrays``) with this many arcs are solved by two processes:
+# OR-Tools holds the GIL, so a second core needs a second process (a fork: the arrays are shared, copy on write)
+SPLIT_FORK_FROM_ARCS = 200_000
+PROCESSES = 2 if hasattr(os, "fork") and len(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity")
+                                              else range(os.cpu_count() or 1)) >= 2 else 1
 
 
 class FlowError(RuntimeError):
@@ -53,12 +63,15 @@ def solve_min_cost_split(net: Network, component: np.ndarray, *, infeasible_ok: 
 
 
 def solve_split_arrays(tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, costs: np.ndarray,
-                       supply: np.ndarray, component: np.ndarray, *, infeasible_ok: bool = False
-                       ) -> np.ndarray | None:
+                       supply: np.ndarray, component: np.ndarray, *, infeasible_ok: bool = False,
+                       processes: int | None = None) -> np.ndarray | None:
     """``solve_min_cost_split`` on arc arrays (int64) and node supplies, for callers that build millions of arcs
     without a ``Network``. Each component's arcs reach its solver in insertion order, so the flows are the same
     whichever way the network was built; when the arcs already come grouped by component (the realization's do),
-    a component's arcs are a slice of the arrays, not a gather."""
+    a component's arcs are a slice of the arrays, not a gather. ``processes``: 2 solves the second half of the
+    components (by arcs) in a forked process; None: 2 when the machine has two cores, the network at least
+    ``SPLIT_FORK_FROM_ARCS`` arcs and the process no other thread (forking a threaded process is unsafe). The
+    flows are the same either way (each component is solved alone)."""
     comp = np.asarray(component, dtype=np.int64)
     flows = np.zeros(len(tails), dtype=np.int64)
     arc_comp = comp[tails]
@@ -81,22 +94,78 @@ def solve_split_arrays(tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, c
     lt, lh = local[tails], local[heads]
     if arc_order is not None:  # each component's arcs contiguous, in insertion order
         lt, lh, caps, costs = lt[arc_order], lh[arc_order], caps[arc_order], costs[arc_order]
-    out = np.zeros(len(tails), dtype=np.int64)
-    for k in np.flatnonzero(a_count).tolist():
-        a, z = int(a_start[k]), int(a_start[k] + a_count[k])
-        nodes = node_order[n_start[k]: n_start[k] + n_count[k]]
-        sup = np.zeros(len(nodes), dtype=np.int64)
-        sup[local[nodes]] = supply[nodes]
-        res = _solve(lt[a:z], lh[a:z], caps[a:z], costs[a:z], sup, len(nodes))
-        if res is None:
-            if infeasible_ok:
-                return None
-            raise FlowError(f"min-cost flow found no feasible flow in component {k}")
-        out[a:z] = res[0]
+    parts = _Components(lt, lh, caps, costs, supply, node_order, n_start, n_count, local, a_start, a_count)
+    if processes is None:
+        processes = PROCESSES if len(tails) >= SPLIT_FORK_FROM_ARCS and threading.active_count() == 1 else 1
+    bad = parts.solve_forked() if processes >= 2 else parts.solve(np.flatnonzero(a_count))
+    if bad is not None:
+        if infeasible_ok:
+            return None
+        raise FlowError(f"min-cost flow found no feasible flow in component {bad}")
     if arc_order is None:
-        return out
-    flows[arc_order] = out
+        return parts.out
+    flows[arc_order] = parts.out
     return flows
+
+
+class _Components:
+    """The components of ``solve_split_arrays`` (arcs grouped by component, nodes numbered within theirs), solved
+    one by one into ``out``."""
+
+    def __init__(self, lt, lh, caps, costs, supply, node_order, n_start, n_count, local, a_start, a_count):
+        self.lt, self.lh, self.caps, self.costs, self.supply = lt, lh, caps, costs, supply
+        self.node_order, self.n_start, self.n_count, self.local = node_order, n_start, n_count, local
+        self.a_start, self.a_count = a_start, a_count
+        self.out = np.zeros(len(lt), dtype=np.int64)
+
+    def solve(self, ks: np.ndarray) -> int | None:
+        """Solve components ``ks`` (ascending) into ``out``; the first infeasible one, or None."""
+        for k in ks.tolist():
+            a, z = int(self.a_start[k]), int(self.a_start[k] + self.a_count[k])
+            nodes = self.node_order[self.n_start[k]: self.n_start[k] + self.n_count[k]]
+            sup = np.zeros(len(nodes), dtype=np.int64)
+            sup[self.local[nodes]] = self.supply[nodes]
+            res = _solve(self.lt[a:z], self.lh[a:z], self.caps[a:z], self.costs[a:z], sup, len(nodes))
+            if res is None:
+                return k
+            self.out[a:z] = res[0]
+        return None
+
+    def solve_forked(self) -> int | None:
+        """``solve`` of every component, the second half (by arcs) in a forked child that sends its flows back
+        through a pipe; when the child fails, this process solves its half too."""
+        ks = np.flatnonzero(self.a_count)
+        cut = int(np.searchsorted(np.cumsum(self.a_count[ks]), int(self.a_count.sum()) // 2)) + 1
+        mine, theirs = ks[:cut], ks[cut:]
+        if not len(theirs):
+            return self.solve(ks)
+        lo, hi = int(self.a_start[theirs[0]]), int(self.a_start[theirs[-1]] + self.a_count[theirs[-1]])
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: solve, send (first infeasible or -1, flows), never return
+            code = 1
+            try:
+                os.close(read_end)
+                bad = self.solve(theirs)
+                with os.fdopen(write_end, "wb") as pipe:
+                    pipe.write(np.array([-1 if bad is None else bad], dtype=np.int64).tobytes())
+                    pipe.write(self.out[lo:hi].tobytes())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        pipe = os.fdopen(read_end, "rb")
+        try:
+            bad = self.solve(mine)
+            data = pipe.read()
+        finally:  # closed before the wait: a child still writing then fails at once instead of blocking
+            pipe.close()
+            _, status = os.waitpid(pid, 0)
+        if status != 0 or len(data) != 8 * (1 + hi - lo):
+            return bad if bad is not None else self.solve(theirs)
+        theirs_bad = int(np.frombuffer(data[:8], dtype=np.int64)[0])
+        self.out[lo:hi] = np.frombuffer(data[8:], dtype=np.int64)
+        return bad if bad is not None else (None if theirs_bad < 0 else theirs_bad)
 
 
 def _grouped(key: np.ndarray, n_keys: int) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
