@@ -217,6 +217,38 @@ def test_merged_rows_say_what_the_full_flow_says(seed, monkeypatch):
                               _ref_by_thresholds(prob, choice, floor, probes))
 
 
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("merge_share", [0.0, 1.0])
+def test_bisection_with_a_forked_lookahead_decides_the_same(seed, merge_share, monkeypatch):
+    """The bisection whose next probe runs ahead in a forked child (two cores) returns the old bisection's choice,
+    probe budget by probe budget, with merged rows and without."""
+    monkeypatch.setattr(ff, "MERGE_SHARE", merge_share)
+    monkeypatch.setattr(ff, "FORK_FROM_OPTIONS", 0)
+    monkeypatch.setattr(ff, "can_fork", lambda: True)
+    rng, built = _merged_cases(seed)
+    if built is None:
+        return
+    prob, choice = built
+    floor = int(rng.integers(0, 3)) * prob.D
+    for probes in (1, 2, 3, 12):
+        assert np.array_equal(ff.by_thresholds(prob, choice, floor, probes),
+                              _ref_by_thresholds(prob, choice, floor, probes))
+
+
+def test_bisection_lookahead_probes_the_same_points():
+    """For every monotone yes / no over small ranges and budgets, the answer with the lookahead is the plain
+    bisection's, and with probes enough (4 for 8 points) the smallest point met, as a scan finds it."""
+    for hi in range(0, 9):
+        for cut in range(0, hi + 2):
+            for probes in range(0, 6):
+                met = lambda k, cut=cut: k >= cut  # noqa: E731
+                plain = ff._bisect(0, hi, probes, met)
+                assert ff._bisect(0, hi, probes, met, fork=True) == plain
+                assert plain[0] is None or plain[0] >= cut
+                if probes >= 4:
+                    assert plain == ((cut, True) if cut < hi else (None, None))
+
+
 def test_merged_rows_are_used_only_when_few():
     """Rows all of different replica sets: no merging (the full flow per probe, as before)."""
     rng = np.random.default_rng(5)

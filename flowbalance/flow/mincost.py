@@ -1,20 +1,16 @@
 """Min-cost flow with OR-Tools' compiled SimpleMinCostFlow (networkx is the reference oracle in tests)."""
 from __future__ import annotations
 
-import os
-import threading
-
 import numpy as np
 from ortools.graph.python import min_cost_flow
 
+from ..forked import ForkFailed, Forked, can_fork
 from .network import Network
 
 
-# networks of independent components (``solve_split_arrays``) with this many arcs are solved by two processes:
-# OR-Tools holds the GIL, so a second core needs a second process (a fork: the arrays are shared, copy on write)
+# networks of independent components (``solve_split_arrays``) with this many arcs are solved by two processes
+# (``flowbalance.forked``: OR-Tools holds the GIL)
 SPLIT_FORK_FROM_ARCS = 200_000
-PROCESSES = 2 if hasattr(os, "fork") and len(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity")
-                                              else range(os.cpu_count() or 1)) >= 2 else 1
 
 
 class FlowError(RuntimeError):
@@ -69,9 +65,8 @@ def solve_split_arrays(tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, c
     without a ``Network``. Each component's arcs reach its solver in insertion order, so the flows are the same
     whichever way the network was built; when the arcs already come grouped by component (the realization's do),
     a component's arcs are a slice of the arrays, not a gather. ``processes``: 2 solves the second half of the
-    components (by arcs) in a forked process; None: 2 when the machine has two cores, the network at least
-    ``SPLIT_FORK_FROM_ARCS`` arcs and the process no other thread (forking a threaded process is unsafe). The
-    flows are the same either way (each component is solved alone)."""
+    components (by arcs) in a forked process; None: 2 when ``forked.can_fork`` and the network has at least
+    ``SPLIT_FORK_FROM_ARCS`` arcs. The flows are the same either way (each component is solved alone)."""
     comp = np.asarray(component, dtype=np.int64)
     flows = np.zeros(len(tails), dtype=np.int64)
     arc_comp = comp[tails]
@@ -96,7 +91,7 @@ def solve_split_arrays(tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, c
         lt, lh, caps, costs = lt[arc_order], lh[arc_order], caps[arc_order], costs[arc_order]
     parts = _Components(lt, lh, caps, costs, supply, node_order, n_start, n_count, local, a_start, a_count)
     if processes is None:
-        processes = PROCESSES if len(tails) >= SPLIT_FORK_FROM_ARCS and threading.active_count() == 1 else 1
+        processes = 2 if len(tails) >= SPLIT_FORK_FROM_ARCS and can_fork() else 1
     bad = parts.solve_forked() if processes >= 2 else parts.solve(np.flatnonzero(a_count))
     if bad is not None:
         if infeasible_ok:
@@ -132,40 +127,26 @@ class _Components:
         return None
 
     def solve_forked(self) -> int | None:
-        """``solve`` of every component, the second half (by arcs) in a forked child that sends its flows back
-        through a pipe; when the child fails, this process solves its half too."""
+        """``solve`` of every component, the second half (by arcs) in a forked child; when the child fails, this
+        process solves its half too."""
         ks = np.flatnonzero(self.a_count)
         cut = int(np.searchsorted(np.cumsum(self.a_count[ks]), int(self.a_count.sum()) // 2)) + 1
         mine, theirs = ks[:cut], ks[cut:]
         if not len(theirs):
             return self.solve(ks)
         lo, hi = int(self.a_start[theirs[0]]), int(self.a_start[theirs[-1]] + self.a_count[theirs[-1]])
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: solve, send (first infeasible or -1, flows), never return
-            code = 1
-            try:
-                os.close(read_end)
-                bad = self.solve(theirs)
-                with os.fdopen(write_end, "wb") as pipe:
-                    pipe.write(np.array([-1 if bad is None else bad], dtype=np.int64).tobytes())
-                    pipe.write(self.out[lo:hi].tobytes())
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write_end)
-        pipe = os.fdopen(read_end, "rb")
+        child = Forked(lambda: (self.solve(theirs), self.out[lo:hi]))
         try:
             bad = self.solve(mine)
-            data = pipe.read()
-        finally:  # closed before the wait: a child still writing then fails at once instead of blocking
-            pipe.close()
-            _, status = os.waitpid(pid, 0)
-        if status != 0 or len(data) != 8 * (1 + hi - lo):
+        except BaseException:
+            child.cancel()
+            raise
+        try:
+            theirs_bad, flows = child.result()
+        except ForkFailed:
             return bad if bad is not None else self.solve(theirs)
-        theirs_bad = int(np.frombuffer(data[:8], dtype=np.int64)[0])
-        self.out[lo:hi] = np.frombuffer(data[8:], dtype=np.int64)
-        return bad if bad is not None else (None if theirs_bad < 0 else theirs_bad)
+        self.out[lo:hi] = flows
+        return bad if bad is not None else theirs_bad
 
 
 def _grouped(key: np.ndarray, n_keys: int) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:

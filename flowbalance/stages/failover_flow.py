@@ -31,11 +31,13 @@ import numpy as np
 from ortools.graph.python import max_flow
 
 from ..flow.mincost import FlowError, try_min_cost
+from ..forked import ForkFailed, Forked, can_fork
 from ..flow.mincost import _solve as _solve_arrays  # the one OR-Tools solve that ``try_min_cost`` makes
 from ..flow.network import Network
 from .failover_problem import (FailoverProblem, Terms, changes, choice_from_terms, fewest_changes, find_options,
                                group_of, loads, rank, row_extremes, spreads, terms, values)
 
+FORK_FROM_OPTIONS = 200_000  # options from which a bisection evaluates its next probe in a second process
 TOPIC_ROUNDS = 5  # threshold flows per target with topic intervals
 OVERFLOW_GIVE_UP = 0.005  # ... unless a flow leaves more than this share of the rows above their pair's cap
 ROW_WEIGHT_STEP = 3  # a row at the worst spread weighs this much more in the next convex solve
@@ -111,38 +113,61 @@ def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes:
     def top(k: int) -> np.ndarray:
         return row_min + min(floor + k * step, worst)
 
+    fork = len(prob.opt_row) >= FORK_FROM_OPTIONS and can_fork()
     group = _merge_groups(prob, arcs, choice)
     if group is not None:
-        met = _bisect(0, hi, probes, lambda k: _merged_feasible(prob, arcs, group, choice, top(k)))
+        met, _ = _bisect(0, hi, probes, lambda k: _merged_feasible(prob, arcs, group, choice, top(k)), fork)
         if met is None:
             return choice
         found = _threshold(prob, arcs, choice, top(met))
         if found is not None:
             return found  # else (never seen) the bisection with every probe's flow below
-    best = choice
-
-    def probe(k: int) -> bool:
-        nonlocal best
-        found = _threshold(prob, arcs, choice, top(k))
-        if found is not None:
-            best = found
-        return found is not None
-    _bisect(0, hi, probes, probe)
-    return best
+    met, found = _bisect(0, hi, probes, lambda k: _threshold(prob, arcs, choice, top(k)), fork)
+    return choice if met is None else found
 
 
-def _bisect(lo: int, hi: int, probes: int, met) -> int | None:
-    """The last grid point ``met`` said yes to in a bisection over [lo, hi) of at most ``probes`` probes (the
-    smallest one probed), or None."""
-    last = None
+def _bisect(lo: int, hi: int, probes: int, evaluate, fork: bool = False) -> tuple[int | None, object]:
+    """(the last grid point met in a bisection over [lo, hi) of at most ``probes`` probes, the smallest one
+    probed, and ``evaluate``'s value there), or (None, None); a point is met when its value is truthy (True, or
+    a choice rather than None).
+
+    With ``fork``, while this process evaluates a point, a forked child (``flowbalance.forked``) evaluates the
+    point probed next if this one is met; its value is used when the bisection gets there and thrown away
+    otherwise. ``evaluate`` is a pure function of the point, so the points decided and the answer are the same
+    either way; a probe that is met then costs no extra time (two flows at once on two cores)."""
+    last, value, ahead = None, None, None  # ahead: (point, the child evaluating it)
     while lo < hi and probes > 0:
         mid = (lo + hi) // 2
         probes -= 1
-        if met(mid):
-            last, hi = mid, mid
+        if ahead is not None and ahead[0] == mid:
+            got = _collect(ahead[1], evaluate, mid)
+            ahead = None
+        else:
+            if ahead is not None:
+                ahead[1].cancel()
+            following = (lo + mid) // 2  # probed next if mid is met
+            ahead = (following, Forked(lambda: evaluate(following))) if fork and probes and lo < mid else None
+            try:
+                got = evaluate(mid)
+            except BaseException:
+                if ahead is not None:
+                    ahead[1].cancel()
+                raise
+        if got is not None and got is not False:
+            last, value, hi = mid, got, mid
         else:
             lo = mid + 1
-    return last
+    if ahead is not None:
+        ahead[1].cancel()
+    return last, value
+
+
+def _collect(child: Forked, evaluate, point: int):
+    """The child's value for ``point``, or this process's own evaluation when the child failed."""
+    try:
+        return child.result()
+    except ForkFailed:
+        return evaluate(point)
 
 
 MERGE_SHARE = 0.25  # merged rows are used when (replica set, pair) classes are at most this share of the rows
