@@ -17,6 +17,9 @@ PROCESSES = 2 if hasattr(os, "fork") and len(os.sched_getaffinity(0) if hasattr(
                                               else range(os.cpu_count() or 1)) >= 2 else 1
 
 
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
 class ForkFailed(RuntimeError):
     """The child died or sent nothing: the caller runs the call itself."""
 
@@ -32,16 +35,26 @@ class Forked:
 
     def __init__(self, fn: Callable[[], Any]):
         read_end, write_end = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: run, send, never return into the caller
-            code = 1
-            try:
-                os.close(read_end)
-                with os.fdopen(write_end, "wb") as pipe:
-                    pickle.dump(fn(), pipe, protocol=pickle.HIGHEST_PROTOCOL)
-                code = 0
-            finally:
-                os._exit(code)
+        # SIGINT and SIGTERM are held across the fork: the child must not raise the caller's KeyboardInterrupt (or
+        # a CLI's exception for SIGTERM) into the caller's code, which would clean up and report twice
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            self.pid = os.fork()
+            if self.pid == 0:  # the child: run, send, never return into the caller
+                code = 1
+                try:
+                    if threading.current_thread() is threading.main_thread():
+                        for sig in STOP_SIGNALS:  # a stop signal ends the child at once
+                            signal.signal(sig, signal.SIG_DFL)
+                    signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                    os.close(read_end)
+                    with os.fdopen(write_end, "wb") as pipe:
+                        pickle.dump(fn(), pipe, protocol=pickle.HIGHEST_PROTOCOL)
+                    code = 0
+                finally:
+                    os._exit(code)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         os.close(write_end)
         self.pipe = os.fdopen(read_end, "rb")
 

@@ -117,6 +117,46 @@ def test_signal_while_planning_a_large_cluster(tmp_path, big, sig):
     proc.send_signal(sig)
     _assert_one_line(proc, sig)
     assert list(tmp_path.iterdir()) == []
+    assert _still_running(str(out)) == [], "a forked child outlived the plan"
+
+
+def _still_running(marker: str, wait: float = 5.0) -> list[int]:
+    """Processes whose command line names ``marker`` (a forked child has its parent's), after up to ``wait``
+    seconds for them to end."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmd and pid != os.getpid():
+                found.append(pid)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def test_a_stop_signal_ends_a_forked_child_without_the_callers_handler(tmp_path):
+    """The second core's child (``flowbalance.forked``) dies at once on SIGTERM: the caller's Python handler
+    (here one that leaves a file; the CLI's would clean up and report) never runs in it, and the caller gets
+    ForkFailed (then runs the call itself)."""
+    from flowbalance.forked import Forked, ForkFailed
+
+    marker = tmp_path / "handler-ran"
+    previous = signal.signal(signal.SIGTERM, lambda *_: marker.write_text(str(os.getpid())))
+    try:
+        child = Forked(lambda: time.sleep(30))
+        time.sleep(0.3)
+        os.kill(child.pid, signal.SIGTERM)
+        started = time.monotonic()
+        with pytest.raises(ForkFailed):
+            child.result()
+        assert time.monotonic() - started < 10
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert not marker.exists()
 
 
 # ---- in-process: the interrupt raised from inside a three-file write ---------------------------------------
