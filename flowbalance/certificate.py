@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from .metrics import Changes, StateMetrics, TopicSpread, compare, measure, rack_violations, topic_spread
-from .model import ClusterState
+from .model import ClusterState, live_positions
 from .racks import rack_bounds
 from .stages.common import rack_forced_intervals
 from .controls import closed_caps, topic_caps
@@ -212,13 +212,6 @@ def _topic_arrivals(c: np.ndarray, rt: np.ndarray, lo: np.ndarray, hi: np.ndarra
     return int(np.maximum(t - c, 0).sum() + np.maximum(short, 0).sum())
 
 
-def _live_positions(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
-    live_idx = np.flatnonzero(state.brokers.live)
-    lpos = np.full(len(state.brokers), -1, dtype=np.int64)
-    lpos[live_idx] = np.arange(len(live_idx))
-    return live_idx, lpos
-
-
 def _topic_matrix(state: ClusterState, movable: np.ndarray) -> tuple[np.ndarray, int]:
     mov = np.flatnonzero(movable)
     if not len(mov):
@@ -247,7 +240,7 @@ def missed_targets(targets: CountTargets, before: ClusterState, after: ClusterSt
     if not (np.all((c[live] >= targets.lo[live]) & (c[live] <= targets.hi[live])) and not c[~live].any()):
         missed.append("broker totals")
     if targets.topic_lo is not None:
-        live_idx, lpos = _live_positions(after)
+        live_idx, lpos = live_positions(after.brokers.live)
         tpos, T = _topic_matrix(after, movable)
         c_tb = _tb_counts(idx[movable], tpos, lpos, T, len(live_idx))
         if not np.all((c_tb >= targets.topic_lo) & (c_tb <= targets.topic_hi)):
@@ -260,7 +253,7 @@ def topic_excess(targets: CountTargets, after: ClusterState, movable: np.ndarray
     topic within its share). ``targets`` must have per-topic intervals (``count_targets(..., per_topic=True)``)."""
     if targets.topic_lo is None or not movable.any():
         return 0
-    live_idx, lpos = _live_positions(after)
+    live_idx, lpos = live_positions(after.brokers.live)
     tpos, T = _topic_matrix(after, movable)
     c_tb = _tb_counts(after.replica_index[movable], tpos, lpos, T, len(live_idx))
     return int(max(0, (targets.topic_lo - c_tb).max(initial=0), (c_tb - targets.topic_hi).max(initial=0)))

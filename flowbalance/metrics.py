@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .model import PAD, ClusterState
+from .model import PAD, ClusterState, live_positions
 from .racks import distinct_rack_bounds
 from .targets import intervals, min_arrivals, quotas, share_intervals, within
 
@@ -79,11 +79,13 @@ def topic_spread(state: ClusterState, *, slack: int = 0, chunk: int = 10_000_000
     bad = np.zeros(T, dtype=bool)
     bad[topic[(count < np.floor(q + 1e-9) - slack) | (count > np.ceil(q - 1e-9) + slack)]] = True
     dev_max, dev_min = np.full(T, -np.inf), np.full(T, np.inf)
-    held, first = np.unique(topic, return_index=True)
+    first = np.flatnonzero(np.r_[True, topic[1:] != topic[:-1]]) if len(topic) else topic  # the cells are sorted
     if len(dev):
+        held = topic[first]
         dev_max[held], dev_min[held] = np.maximum.reduceat(dev, first), np.minimum.reduceat(dev, first)
-    absent = np.flatnonzero(np.bincount(topic, minlength=T) < NL)  # topics some live broker holds none of
-    of_absent = np.isin(topic, absent)
+    is_absent = np.bincount(topic, minlength=T) < NL  # topics some live broker holds none of
+    absent = np.flatnonzero(is_absent)
+    of_absent = is_absent[topic]
     s_min, s_max = _absent_shares(topic[of_absent], lp[of_absent], share, absent)
     q_min, q_max = tot[absent] * s_min, tot[absent] * s_max  # such a broker's deviation is 0 - its q
     dev_max[absent] = np.maximum(dev_max[absent], 0 - q_min)
@@ -95,9 +97,8 @@ def topic_spread(state: ClusterState, *, slack: int = 0, chunk: int = 10_000_000
 
 def _topic_cells(state: ClusterState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (topic, live broker position) cells holding replicas on live brokers, sorted, with their counts."""
-    live = state.brokers.live
-    NL = int(live.sum())
-    lpos = np.where(live, np.cumsum(live) - 1, -1)
+    live_idx, lpos = live_positions(state.brokers.live)
+    NL = len(live_idx)
     idx = state.replica_index
     rows, cols = np.nonzero(idx >= 0)
     lp = lpos[idx[rows, cols]]
@@ -116,22 +117,15 @@ def _topic_cells(state: ClusterState) -> tuple[np.ndarray, np.ndarray, np.ndarra
 def _absent_shares(topic: np.ndarray, lp: np.ndarray, share: np.ndarray, topics: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
     """For each of ``topics`` (each missing from some live broker; ``topic``, ``lp``: its cells), the smallest
-    and the largest share among the live brokers holding none of it. With equal shares that is any broker's;
-    else the first broker, by rising (falling) share, that is not among the topic's cells."""
-    if not len(topics) or share.min() == share.max():
-        return np.full(len(topics), share[0]), np.full(len(topics), share[0])
+    and the largest share among the live brokers holding none of it. Shares come in few distinct values (the
+    brokers' weight classes): per topic and value, fewer brokers holding the topic than brokers of that value
+    means one without it. (A topics x values count: topics x brokers only when every broker has its own weight.)"""
+    values, cls = np.unique(share, return_inverse=True)
+    S = len(values)
     pos = np.searchsorted(topics, topic)  # the cells' topics are all in ``topics``
-    out = []
-    for order in (np.argsort(share, kind="stable"), np.argsort(-share, kind="stable")):
-        rank = np.empty(len(share), dtype=np.int64)
-        rank[order] = np.arange(len(share))
-        key = np.sort(pos * len(share) + rank[lp])
-        t, r = key // len(share), key % len(share)
-        starts = np.searchsorted(t, np.arange(len(topics)))
-        # ranks are distinct and sorted within a topic, so they equal their position up to the first gap
-        mex = np.bincount(t, weights=r == np.arange(len(t)) - starts[t], minlength=len(topics)).astype(np.int64)
-        out.append(share[order[mex]])
-    return out[0], out[1]
+    have = np.bincount(pos * S + cls[lp], minlength=len(topics) * S).reshape(len(topics), S)
+    missing = have < np.bincount(cls, minlength=S)[None, :]
+    return values[np.argmax(missing, axis=1)], values[S - 1 - np.argmax(missing[:, ::-1], axis=1)]
 
 
 def _worst_topic(topics, sp: np.ndarray, per_chunk: int) -> tuple[float, str | None]:

@@ -18,6 +18,14 @@ LOOKUP_FROM = 4096
 LOOKUP_IDS_PER = 64
 
 
+def live_positions(live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of live brokers, map from broker index to live position or -1)."""
+    live_idx = np.flatnonzero(live)
+    pos = np.full(len(live), -1, dtype=np.int64)
+    pos[live_idx] = np.arange(len(live_idx))
+    return live_idx, pos
+
+
 @dataclass(frozen=True)
 class Broker:
     """One broker, as the object API shows it."""

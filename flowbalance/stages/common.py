@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..flow.network import Network
-from ..model import PAD, Brokers, ClusterState
+from ..model import PAD, Brokers, ClusterState, live_positions  # noqa: F401 (used by the stages)
 from ..racks import rack_bounds, rack_totals_fixed
 from ..targets import capped_intervals, capped_share_intervals, intervals, load_intervals  # noqa: F401
 from ..targets import share_intervals  # noqa: F401 (used by the stages)
@@ -14,14 +14,6 @@ from ..targets import share_intervals  # noqa: F401 (used by the stages)
 # Min-cost flow costs are int64 and OR-Tools scales them by the node count; keep every cost times the
 # node count below this bound.
 COST_BOUND = 2**60
-
-
-def live_positions(live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(indices of live brokers, map from broker index to live position or -1)."""
-    live_idx = np.flatnonzero(live)
-    pos = np.full(len(live), -1, dtype=np.int64)
-    pos[live_idx] = np.arange(len(live_idx))
-    return live_idx, pos
 
 
 def membership(idx: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
