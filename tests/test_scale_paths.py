@@ -292,7 +292,7 @@ def test_split_segments_match_a_unit_by_unit_cut(seed, mode):
 
     from flowbalance.stages.common import TOPIC_STEPS
     from flowbalance.stages.common import penalties
-    from flowbalance.stages.split import _pieces, _segments
+    from flowbalance.stages.split import _layout, _segments
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 30))
@@ -302,7 +302,9 @@ def test_split_segments_match_a_unit_by_unit_cut(seed, mode):
     first = rng.integers(0, 8, len(cells))
     end = first + rng.integers(0, 12, len(cells))
     got = _segments(tg, cells, first, end, mode == "graded", block=int(rng.integers(1, 40)))
-    st_, costs = _pieces(tg, cells, mode == "graded")
+    lo, hi, below, above, costs = _layout(tg, cells, mode == "graded")
+    st_ = np.hstack([np.full((len(cells), 1), np.iinfo(np.int64).min // 4), lo[:, None] + below[None, :],
+                     hi[:, None] + above[None, :]])  # where piece k of each cell starts
     S, pen = TOPIC_STEPS, penalties(1, 50, 1, 1)[0]
 
     def marginal(x: int, lo: int, hi: int) -> int:  # the cost of the unit that takes the count from x to x + 1

@@ -212,13 +212,6 @@ def _layout(tg: StageTargets, cells: np.ndarray, lexicographic: bool
     return lo, hi, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.array([-pen, 0, pen], dtype=np.int64)
 
 
-def _pieces(tg: StageTargets, cells: np.ndarray, lexicographic: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``_layout`` as a matrix: ``starts[i, k]`` where piece k of cell i starts, and ``costs[k]``."""
-    lo, hi, below, above, costs = _layout(tg, cells, lexicographic)
-    floor = np.full((len(cells), 1), _NEG_INF, dtype=np.int64)
-    return np.hstack([floor, lo[:, None] + below[None, :], hi[:, None] + above[None, :]]), costs
-
-
 def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.ndarray, lexicographic: bool,
               block: int = SEGMENT_BLOCK) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The counts x in [first, end) of each cell cut into the pieces of its marginal cost: (cell, units, cost,
@@ -230,7 +223,9 @@ def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.nd
     3,000 brokers, about 42,000,000 arcs) and no copy of the result."""
     lo, hi, below, above, costs = _layout(tg, cells, lexicographic)
     first, end = np.asarray(first, dtype=np.int64), np.asarray(end, dtype=np.int64)
-    nb, npieces = len(below), len(costs)
+    nb = len(below)
+    # piece j > 0 starts at its base (lo or hi) + offset[j]; the last entry stands for the piece after the last,
+    # asked of cells whose first piece is the last and never used (their arc is one piece: end - first)
     offset = np.concatenate([[0], below, above, [0]])
 
     def piece_of(x: np.ndarray) -> np.ndarray:  # how many starts after piece 0 lie at or below x
@@ -238,9 +233,8 @@ def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.nd
             return np.zeros(len(x), dtype=np.int64)
         return np.clip(x - lo - below[0] + 1, 0, nb) + np.clip(x - hi - above[0] + 1, 0, len(above))
 
-    def start(j: np.ndarray) -> np.ndarray:  # where piece j of each cell starts (piece npieces: never)
-        at = np.where(j <= nb, lo, hi) + offset[j]
-        return np.where(j == 0, _NEG_INF, np.where(j == npieces, np.iinfo(np.int64).max // 4, at))
+    def start(j: np.ndarray) -> np.ndarray:  # where piece j > 0 of each cell starts
+        return np.where(j <= nb, lo, hi) + offset[j]
 
     k0, k1 = piece_of(first), piece_of(end - 1)
     lo_width = (hi + offset[nb + 1]) - (lo + offset[nb]) if nb else np.zeros(len(cells), dtype=np.int64)
