@@ -31,7 +31,8 @@ def can_fork() -> bool:
 
 class Forked:
     """``fn()`` running in a forked child from construction; ``result()`` waits for its value (ForkFailed when
-    the child failed), ``cancel()`` ends it when the value is no longer wanted."""
+    the child failed; ``result_or`` then computes it here), ``cancel()`` ends it when the value is no longer
+    wanted, ``alongside(g)`` runs ``g()`` here meanwhile and cancels the child when ``g`` raises."""
 
     def __init__(self, fn: Callable[[], Any]):
         read_end, write_end = os.pipe()
@@ -67,6 +68,21 @@ class Forked:
         if status != 0 or not data:
             raise ForkFailed(f"forked process {self.pid} ended with status {status}")
         return pickle.loads(data)
+
+    def result_or(self, fallback: Callable[[], Any]) -> Any:
+        """The child's value, or ``fallback()`` (the same call, run here) when the child failed."""
+        try:
+            return self.result()
+        except ForkFailed:
+            return fallback()
+
+    def alongside(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` run in this process while the child works; the child is ended when ``fn`` raises."""
+        try:
+            return fn()
+        except BaseException:
+            self.cancel()
+            raise
 
     def cancel(self) -> None:
         self.pipe.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from ortools.graph.python import min_cost_flow
 
-from ..forked import ForkFailed, Forked, can_fork
+from ..forked import Forked, can_fork
 from .network import Network
 
 
@@ -135,17 +135,12 @@ class _Components:
         if not len(theirs):
             return self.solve(ks)
         lo, hi = int(self.a_start[theirs[0]]), int(self.a_start[theirs[-1]] + self.a_count[theirs[-1]])
-        child = Forked(lambda: (self.solve(theirs), self.out[lo:hi]))
-        try:
-            bad = self.solve(mine)
-        except BaseException:
-            child.cancel()
-            raise
-        try:
-            theirs_bad, flows = child.result()
-        except ForkFailed:
-            return bad if bad is not None else self.solve(theirs)
-        self.out[lo:hi] = flows
+
+        def second_half() -> tuple[int | None, np.ndarray]:
+            return self.solve(theirs), self.out[lo:hi]
+        child = Forked(second_half)
+        bad = child.alongside(lambda: self.solve(mine))
+        theirs_bad, self.out[lo:hi] = child.result_or(second_half)
         return bad if bad is not None else theirs_bad
 
 

@@ -31,9 +31,9 @@ import numpy as np
 from ortools.graph.python import max_flow
 
 from ..flow.mincost import FlowError, try_min_cost
-from ..forked import ForkFailed, Forked, can_fork
 from ..flow.mincost import _solve as _solve_arrays  # the one OR-Tools solve that ``try_min_cost`` makes
 from ..flow.network import Network
+from ..forked import Forked, can_fork
 from .failover_problem import (FailoverProblem, Terms, changes, choice_from_terms, fewest_changes, find_options,
                                group_of, loads, rank, row_extremes, spreads, terms, values)
 
@@ -140,19 +140,14 @@ def _bisect(lo: int, hi: int, probes: int, evaluate, fork: bool = False) -> tupl
         mid = (lo + hi) // 2
         probes -= 1
         if ahead is not None and ahead[0] == mid:
-            got = _collect(ahead[1], evaluate, mid)
+            got = ahead[1].result_or(lambda: evaluate(mid))
             ahead = None
         else:
             if ahead is not None:
                 ahead[1].cancel()
             following = (lo + mid) // 2  # probed next if mid is met
             ahead = (following, Forked(lambda: evaluate(following))) if fork and probes and lo < mid else None
-            try:
-                got = evaluate(mid)
-            except BaseException:
-                if ahead is not None:
-                    ahead[1].cancel()
-                raise
+            got = ahead[1].alongside(lambda: evaluate(mid)) if ahead is not None else evaluate(mid)
         if got is not None and got is not False:
             last, value, hi = mid, got, mid
         else:
@@ -160,14 +155,6 @@ def _bisect(lo: int, hi: int, probes: int, evaluate, fork: bool = False) -> tupl
     if ahead is not None:
         ahead[1].cancel()
     return last, value
-
-
-def _collect(child: Forked, evaluate, point: int):
-    """The child's value for ``point``, or this process's own evaluation when the child failed."""
-    try:
-        return child.result()
-    except ForkFailed:
-        return evaluate(point)
 
 
 MERGE_SHARE = 0.25  # merged rows are used when (replica set, pair) classes are at most this share of the rows
