@@ -108,6 +108,45 @@ def test_network_and_flows_are_the_old_ones(seed):
     _compare(seed)
 
 
+
+@pytest.mark.parametrize("seed", range(0, 40, 2))
+def test_dinic_re_placement_keeps_every_rule(seed, monkeypatch):
+    """With topic intervals, small threshold flows run by Dinic (``DINIC_GONE_SHARE``; forced here): it finds a
+    re-placement exactly when OR-Tools' flow does, and its choice keeps every leader's count, every topic cell
+    within its interval or no further out than before, every pair node within its room and floor, and re-places
+    every leaving row."""
+    _, built = _problems(seed)
+    if built is None:
+        return
+    prob, choice = built
+    lay = ff.Layout.of(prob)
+    arcs = ff._Arcs(prob, lay)
+    rmin = ff._row_min(prob, choice)
+    for slack in range(0, 6 * prob.D, max(prob.D // 2, 1)):
+        caps = ff._caps(prob, lay, choice, rmin + slack)
+        if caps is None or not caps.out.any():
+            continue
+        alloc = caps.upper[lay.q_pair]
+        monkeypatch.setattr(ff, "DINIC_GONE_SHARE", 0.0)
+        ref = ff._augment(prob, arcs, choice, caps, alloc)
+        monkeypatch.setattr(ff, "DINIC_GONE_SHARE", 1.0)
+        new = ff._augment(prob, arcs, choice, caps, alloc)
+        assert (new is None) == (ref is None)
+        if new is None:
+            continue
+        assert np.array_equal(prob.opt_row[new], np.arange(prob.F))
+        assert np.array_equal(np.bincount(prob.opt_l[new], minlength=prob.N),
+                              np.bincount(prob.opt_l[choice], minlength=prob.N))
+        q_now = np.bincount(lay.opt_q[choice[~caps.out]], minlength=lay.Q)
+        q_new = np.bincount(lay.opt_q[new], minlength=lay.Q)
+        assert (q_new <= np.maximum(alloc, q_now)).all()
+        assert (q_new >= np.minimum(q_now, caps.lower[lay.q_pair])).all()
+        if lay.C:
+            before = np.bincount(lay.q_cell[lay.opt_q[choice]], minlength=lay.C)
+            after = np.bincount(lay.q_cell[lay.opt_q[new]], minlength=lay.C)
+            assert (after <= np.maximum(arcs.cell_thi, before)).all()
+            assert (after >= np.minimum(arcs.cell_tlo, before)).all()
+
 def test_the_comparisons_see_rows_leave():
     """Most random problems have targets that make rows leave (else the comparison above tests little)."""
     assert sum(_compare(seed) > 0 for seed in range(40)) >= 20

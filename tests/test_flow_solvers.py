@@ -1,12 +1,13 @@
-"""The solvers against networkx on the same networks: OR-Tools max flow and min-cost flow."""
+"""The solvers against networkx on the same networks: OR-Tools max flow and min-cost flow, scipy's Dinic."""
 from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowbalance.flow.maxflow import solve_max_flow
+from flowbalance.flow.maxflow import solve_max_flow, solve_max_flow_dinic
 from flowbalance.flow.mincost import solve_min_cost
 from flowbalance.flow.network import Network, convex_arcs
 
@@ -41,6 +42,42 @@ def test_max_flow_equals_networkx(g):
     np.add.at(net, t, -flows)
     np.add.at(net, h, flows)
     assert net[0] == -value and net[n - 1] == value and not net[1:-1].any()
+
+
+@st.composite
+def multigraphs(draw):
+    """Arcs in any order with repeats: parallel arcs, opposite arcs, self-loops."""
+    n = draw(st.integers(2, 8))
+    arcs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.integers(0, 4)), max_size=30))
+    return n, arcs
+
+
+@settings(max_examples=300, deadline=None)
+@given(multigraphs())
+def test_dinic_flow_per_arc_is_a_maximum_flow(g):
+    """Dinic's value equals networkx's (parallel arcs merged there), and the flow split back over the arcs keeps
+    every capacity and conserves at every node but the source and the sink."""
+    n, arcs = g
+    t = np.array([a[0] for a in arcs], dtype=np.int64)
+    h = np.array([a[1] for a in arcs], dtype=np.int64)
+    c = np.array([a[2] for a in arcs], dtype=np.int64)
+    flows, value = solve_max_flow_dinic(n, t, h, c, 0, n - 1)
+    G = nx.DiGraph()
+    G.add_nodes_from(range(n))
+    for u, v, cap in arcs:
+        if u != v:
+            G.add_edge(u, v, capacity=G.edges[u, v]["capacity"] + cap if G.has_edge(u, v) else cap)
+    assert value == nx.maximum_flow_value(G, 0, n - 1)
+    assert (flows >= 0).all() and (flows <= c).all()
+    net = np.zeros(n, dtype=np.int64)
+    np.add.at(net, t, -flows)
+    np.add.at(net, h, flows)
+    assert net[0] == -value and net[n - 1] == value and not net[1:-1].any()
+
+
+def test_dinic_rejects_capacities_beyond_int32():
+    with pytest.raises(ValueError, match="caps"):
+        solve_max_flow_dinic(2, np.array([0]), np.array([1]), np.array([2 ** 31]), 0, 1)
 
 
 @settings(max_examples=200, deadline=None)
