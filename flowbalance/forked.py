@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import threading
 from typing import Any, Callable
@@ -31,8 +32,9 @@ def can_fork() -> bool:
 
 class Forked:
     """``fn()`` running in a forked child from construction; ``result()`` waits for its value (ForkFailed when
-    the child failed; ``result_or`` then computes it here), ``cancel()`` ends it when the value is no longer
-    wanted, ``alongside(g)`` runs ``g()`` here meanwhile and cancels the child when ``g`` raises."""
+    the child failed; ``result_or`` then computes it here), ``ready()`` says whether it has one without waiting,
+    ``cancel()`` ends it when the value is no longer wanted, ``alongside(g)`` runs ``g()`` here meanwhile and
+    cancels the child when ``g`` raises."""
 
     def __init__(self, fn: Callable[[], Any]):
         read_end, write_end = os.pipe()
@@ -58,6 +60,11 @@ class Forked:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
         os.close(write_end)
         self.pipe = os.fdopen(read_end, "rb")
+
+    def ready(self) -> bool:
+        """Whether ``result()`` would return without waiting for the child to compute: it has written its value,
+        or ended without one."""
+        return bool(select.select([self.pipe], [], [], 0)[0])
 
     def result(self) -> Any:
         try:

@@ -267,3 +267,29 @@ def test_buckets_in_primal_dual_give_the_reference_flow(monkeypatch):
             want = _reference_primal_dual(n, tails, heads, caps, costs, supply)
             got = pd.primal_dual(n, tails, heads, caps, costs, supply)
             assert got[0].tolist() == want[0].tolist() and got[2].tolist() == want[2].tolist(), (budget, trial)
+
+
+@settings(max_examples=60, deadline=None)
+@given(networks(), st.integers(0, 2), st.booleans())
+def test_feasibility_check_in_a_forked_child_gives_the_same_answer(g, check_after, wait):
+    """The feasibility check run by a forked child alongside the phases (large networks, two cores; forced here)
+    gives what the serial check gives: the same flow, or None for both. ``wait``: the child's answer is read at
+    the first phase boundary (else whenever it is ready: often never, on networks this small)."""
+    import select
+
+    from flowbalance import forked
+    from flowbalance.flow import primal_dual as pd
+
+    n, tails, heads, caps, costs, supply = g
+    serial = primal_dual(n, tails, heads, caps, costs, supply, check_after=check_after)
+    saved = pd.CHECK_FORK_FROM_ARCS, pd.can_fork, forked.Forked.ready
+    try:
+        pd.CHECK_FORK_FROM_ARCS, pd.can_fork = 0, lambda: True
+        if wait:
+            forked.Forked.ready = lambda self: bool(select.select([self.pipe], [], [], None)[0])
+        got = primal_dual(n, tails, heads, caps, costs, supply, check_after=check_after)
+    finally:
+        pd.CHECK_FORK_FROM_ARCS, pd.can_fork, forked.Forked.ready = saved
+    assert (got is None) == (serial is None)
+    if got is not None:
+        assert np.array_equal(got[0], serial[0]) and np.array_equal(got[2], serial[2])
