@@ -102,6 +102,25 @@ def _problems(seed: int):
     return rng, built
 
 
+def _leaving_targets(prob, choice):
+    """(layout, shared arcs, caps) at each threshold target from the start's row minima up that makes rows leave."""
+    lay = ff.Layout.of(prob)
+    arcs = ff._Arcs(prob, lay)
+    rmin = ff._row_min(prob, choice)
+    for slack in range(0, 6 * prob.D, max(prob.D // 2, 1)):
+        caps = ff._caps(prob, lay, choice, rmin + slack)
+        if caps is not None and caps.out.any():
+            yield lay, arcs, caps
+
+
+def _seed_targets(seed: int):
+    """``_leaving_targets`` of the seed's random problem, each with the problem, its start and the pair nodes'
+    room (the pairs' caps)."""
+    _, built = _problems(seed)
+    for lay, arcs, caps in _leaving_targets(*built) if built is not None else ():
+        yield built[0], built[1], lay, arcs, caps, caps.upper[lay.q_pair]
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_network_and_flows_are_the_old_ones(seed):
     """Every threshold target: the same arcs in the same order, the same split room, the same new choice."""
@@ -115,18 +134,7 @@ def test_dinic_re_placement_keeps_every_rule(seed, monkeypatch):
     re-placement exactly when OR-Tools' flow does, and its choice keeps every leader's count, every topic cell
     within its interval or no further out than before, every pair node within its room and floor, and re-places
     every leaving row."""
-    _, built = _problems(seed)
-    if built is None:
-        return
-    prob, choice = built
-    lay = ff.Layout.of(prob)
-    arcs = ff._Arcs(prob, lay)
-    rmin = ff._row_min(prob, choice)
-    for slack in range(0, 6 * prob.D, max(prob.D // 2, 1)):
-        caps = ff._caps(prob, lay, choice, rmin + slack)
-        if caps is None or not caps.out.any():
-            continue
-        alloc = caps.upper[lay.q_pair]
+    for prob, choice, lay, arcs, caps, alloc in _seed_targets(seed):
         monkeypatch.setattr(ff, "DINIC_GONE_SHARE", 0.0)
         ref = ff._augment(prob, arcs, choice, caps, alloc)
         monkeypatch.setattr(ff, "DINIC_GONE_SHARE", 1.0)
@@ -158,14 +166,8 @@ def _compare(seed: int) -> int:
     if built is None:
         return 0
     prob, choice = built
-    lay = ff.Layout.of(prob)
-    arcs = ff._Arcs(prob, lay)
-    rmin = ff._row_min(prob, choice)
     seen = 0
-    for slack in range(0, 6 * prob.D, max(prob.D // 2, 1)):
-        caps = ff._caps(prob, lay, choice, rmin + slack)
-        if caps is None or not caps.out.any():
-            continue
+    for lay, arcs, caps in _leaving_targets(prob, choice):
         seen += 1
         for over in (np.zeros(len(lay.pair_l), bool), rng.random(len(lay.pair_l)) < 0.5):
             alloc = ff._split_room(arcs, choice, caps, caps.upper[lay.q_pair], over)
@@ -301,18 +303,7 @@ def test_the_cut_check_answers_only_for_flows_that_fall_short():
     on most of those here (else it saves nothing and tests nothing)."""
     fired = short = 0
     for seed in range(40):
-        _, built = _problems(seed)
-        if built is None:
-            continue
-        prob, choice = built
-        lay = ff.Layout.of(prob)
-        arcs = ff._Arcs(prob, lay)
-        rmin = ff._row_min(prob, choice)
-        for slack in range(0, 6 * prob.D, max(prob.D // 2, 1)):
-            caps = ff._caps(prob, lay, choice, rmin + slack)
-            if caps is None or not caps.out.any():
-                continue
-            alloc = caps.upper[lay.q_pair]
+        for prob, choice, lay, arcs, caps, alloc in _seed_targets(seed):
             falls_short = _ref_augment(prob, lay, choice, caps, alloc) is None
             cut = ff._cut_below(ff._network(prob, arcs, choice, caps, alloc))
             assert falls_short or not cut

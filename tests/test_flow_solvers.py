@@ -22,6 +22,15 @@ def graphs(draw):
     return n, pairs, caps, costs
 
 
+def _assert_flow_of_value(n, t, h, c, flows, value):
+    """Within every capacity, conserved at every node but the source 0 and the sink n - 1, of ``value``."""
+    assert (flows >= 0).all() and (flows <= c).all()
+    net = np.zeros(n, dtype=np.int64)
+    np.add.at(net, t, -flows)
+    np.add.at(net, h, flows)
+    assert net[0] == -value and net[n - 1] == value and not net[1:-1].any()
+
+
 @settings(max_examples=200, deadline=None)
 @given(graphs())
 def test_max_flow_equals_networkx(g):
@@ -37,11 +46,7 @@ def test_max_flow_equals_networkx(g):
     for (u, v), cap in zip(pairs, caps):
         G.add_edge(u, v, capacity=cap)
     assert value == nx.maximum_flow_value(G, 0, n - 1)
-    assert (flows >= 0).all() and (flows <= c).all()
-    net = np.zeros(n, dtype=np.int64)
-    np.add.at(net, t, -flows)
-    np.add.at(net, h, flows)
-    assert net[0] == -value and net[n - 1] == value and not net[1:-1].any()
+    _assert_flow_of_value(n, t, h, c, flows, value)
 
 
 @st.composite
@@ -68,11 +73,7 @@ def test_dinic_flow_per_arc_is_a_maximum_flow(g):
         if u != v:
             G.add_edge(u, v, capacity=G.edges[u, v]["capacity"] + cap if G.has_edge(u, v) else cap)
     assert value == nx.maximum_flow_value(G, 0, n - 1)
-    assert (flows >= 0).all() and (flows <= c).all()
-    net = np.zeros(n, dtype=np.int64)
-    np.add.at(net, t, -flows)
-    np.add.at(net, h, flows)
-    assert net[0] == -value and net[n - 1] == value and not net[1:-1].any()
+    _assert_flow_of_value(n, t, h, c, flows, value)
 
 
 def test_dinic_rejects_capacities_beyond_int32():
