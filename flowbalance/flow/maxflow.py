@@ -41,14 +41,15 @@ def solve_max_flow_dinic(num_nodes: int, tails: np.ndarray, heads: np.ndarray, c
                          source: int, sink: int) -> tuple[np.ndarray, int]:
     """``solve_max_flow`` by Dinic's algorithm (scipy), for flows of small value (module doc). Parallel and
     opposite arcs are allowed: scipy keeps one net flow per ordered pair of nodes, which is split back over the
-    pair's arcs in the order given (each filled before the next). Capacities must fit in int32."""
+    pair's arcs in the order given (each filled before the next). scipy sums a pair's capacities in int32, so
+    the capacities must be non-negative and sum below 2**31."""
     tails = np.asarray(tails, dtype=np.int64)
     heads = np.asarray(heads, dtype=np.int64)
     caps = np.asarray(caps, dtype=np.int64)
     if len(tails) == 0 or source == sink:
         return np.zeros(len(tails), dtype=np.int64), 0
-    if int(caps.max()) > np.iinfo(np.int32).max or int(caps.min()) < 0:
-        raise ValueError("caps: every capacity must lie in [0, 2**31)")
+    if int(caps.min()) < 0 or int(caps.sum()) > np.iinfo(np.int32).max:
+        raise ValueError("caps: the capacities must be non-negative and sum below 2**31")
     graph = csr_matrix((caps.astype(np.int32), (tails, heads)), shape=(num_nodes, num_nodes))
     res = maximum_flow(graph, source, sink, method="dinic")
     return _arc_flows(num_nodes, tails, heads, caps, res.flow), int(res.flow_value)
@@ -78,8 +79,8 @@ def _arc_flows(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, n
         return flow
     by_pair = np.argsort(pair, kind="stable")
     arcs, pair = arcs[by_pair], pair[by_pair]
-    filled = np.cumsum(caps[arcs])  # capacity of the pair's arcs up to and including each one
+    before = np.cumsum(caps[arcs]) - caps[arcs]  # capacity of the arcs before each one, over all pairs
     first = np.r_[0, np.flatnonzero(np.diff(pair)) + 1]
-    before = filled - caps[arcs] - np.repeat(filled[first] - caps[arcs[first]], np.diff(np.r_[first, len(arcs)]))
+    before -= np.repeat(before[first], np.diff(np.r_[first, len(arcs)]))  # ... within its own pair
     flow[arcs] = np.clip(amount[pair] - before, 0, caps[arcs])
     return flow
