@@ -16,14 +16,6 @@ nearest node with a deficit, and sends a max flow from the excesses to the defic
 reduced cost 0 within ``D``. Reduced costs stay non-negative, so each phase augments along shortest paths and
 the final flow is optimal (its potentials are the certificate). No deficit reachable: no feasible flow.
 
-Long tails: where chains of changes grow one longer with each unit (a topic whose partitions all sit on full
-brokers), the last phases send one or two units each, up to 150 phases of 0.1-0.2 s at 1,000,000 replicas, most
-of it the max flow. After a phase that sent at most ``TREE_PATHS_UPTO`` units, the next sends along the paths
-the bucket search itself found (one per nearest deficit, ``_send_on_paths``) and skips the max flow: such a phase
-costs about half, and may send less (paths share arcs: 150 phases became 213 on one network, 27 became 41 on
-another). The flow stays optimal either way (any flow on arcs of reduced cost 0 keeps the potentials a
-certificate), but where several optima exist it may be another one.
-
 An infeasible network may show it only after many phases (20 s on one leader network where OR-Tools said so
 in 1 s). After ``CHECK_AFTER`` phases ``solve_primal_dual`` therefore checks feasibility once, with one max flow
 over every arc; networks that finish sooner (most) never pay for it. From ``CHECK_FORK_FROM_ARCS`` arcs, with two
@@ -45,7 +37,6 @@ EXACT = 2 ** 52  # Dijkstra sums float64: distances below this are exact integer
 DIAL_FROM_NODES = 100_000  # networks this large get distance buckets before Dijkstra (smaller: Dijkstra is faster)
 DIAL_BUCKETS = 32  # distances a bucket search visits before it leaves the phase to Dijkstra
 DIAL_LEVELS = 5_000  # breadth-first levels it runs before it does the same (long 0-cost chains; 400 seen at 1M)
-TREE_PATHS_UPTO = 2  # after a phase that sent at most this many units, the next sends on the search's own paths
 
 
 class CostRangeError(ArithmeticError):
@@ -157,7 +148,6 @@ class _Residual:
         np.add.at(self.excess, heads[neg], flow[neg])
         self.pot = np.zeros(n, dtype=np.int64)
         self.dial = True  # distance buckets until they prove too many (``_distances``)
-        self.sent = TREE_PATHS_UPTO + 1  # units the last phase sent (the first phase runs a max flow)
         slot_tail = np.concatenate([tails, heads])
         self.order = _stable_order(slot_tail, n)
         self.tail = slot_tail[self.order]
@@ -177,9 +167,8 @@ class _Residual:
         return bool((self.excess > 0).any())
 
     def phase(self) -> bool:
-        """One phase: potentials raised by the shortest distances, then flow over the admissible arcs: a max flow,
-        or after a phase that sent at most ``TREE_PATHS_UPTO`` units, the distance search's tree paths
-        (``_send_on_paths``). False when no deficit can be reached (no feasible flow)."""
+        """One phase: potentials raised by the shortest distances, a max flow over the admissible arcs. False
+        when no deficit can be reached (no feasible flow)."""
         lv = np.flatnonzero(self.room > 0)  # the live slots' positions
         tl, hl = self.tail[lv], self.head[lv]
         reduced = self.cost[lv] + self.pot[tl] - self.pot[hl]
@@ -187,50 +176,25 @@ class _Residual:
         found = self._distances(tl, hl, reduced, src, dst)
         if found is None:
             return False
-        raise_by, near, via = found
+        raise_by, near = found
         self.pot += raise_by
-        if via is not None and self.sent <= TREE_PATHS_UPTO:
-            sent = self._send_on_paths(lv, via, dst[near[dst]])
-        else:
-            # admissible: reduced cost 0 now; only nodes within D can be reached from an excess over such arcs
-            zero = np.flatnonzero(reduced + raise_by[tl] - raise_by[hl] == 0)
-            sent = self._augment(lv[zero[near[tl[zero]] & near[hl[zero]]]], src, dst)
-        if sent == 0:  # a nearest deficit lies on an admissible path: never
+        # admissible: reduced cost 0 now; only nodes within D can be reached from an excess over such arcs
+        zero = np.flatnonzero(reduced + raise_by[tl] - raise_by[hl] == 0)
+        adm = lv[zero[near[tl[zero]] & near[hl[zero]]]]
+        if self._augment(adm, src, dst) == 0:  # a nearest deficit lies on an admissible path: never
             raise RuntimeError("primal-dual phase sent no flow")
-        self.sent = sent
         return True
 
-    def _send_on_paths(self, lv: np.ndarray, via: np.ndarray, targets: np.ndarray) -> int:
-        """Flow along the shortest paths the distance search found, one per deficit in ``targets`` (the nearest
-        ones), each as much as its source's excess, its deficit and its arcs' rooms still allow; returns the units
-        sent (at least one: the first path's arcs all have room). ``via``: per node, its arc on its path (a
-        position in ``lv``). Those arcs have reduced cost 0 after the raise, so this keeps every reduced cost
-        non-negative, as a max flow over them does."""
-        sent = 0
-        for t in targets.tolist():
-            path, v = [], t
-            while via[v] >= 0:
-                path.append(lv[via[v]])
-                v = int(self.tail[path[-1]])
-            slots = np.asarray(path, dtype=np.int64)
-            units = min(int(self.excess[v]), -int(self.excess[t]), int(self.room[slots].min()) if len(slots) else 0)
-            if units > 0:
-                self.room[slots] -= units  # a shortest path uses each slot once
-                self.room[self.mate[slots]] += units
-                self.excess[v] -= units
-                self.excess[t] += units
-                sent += units
-        return sent
-
     def _distances(self, tl: np.ndarray, hl: np.ndarray, reduced: np.ndarray, src: np.ndarray, dst: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
-        """(min(d, D) per node, where D is the nearest deficit's distance; whether d <= D; per node its arc on a
-        shortest path, or None after Dijkstra), or None when no deficit is reachable; ``tl``, ``hl``,
-        ``reduced``: the live slots (sorted by tail) and their reduced costs. Large networks try distance
-        buckets first (``_dial``: the same distances, 2-3x faster than Dijkstra's heap on the leader network,
-        whose reduced costs are small), and fall back to Dijkstra for good when more than ``DIAL_BUCKETS``
-        distances come before the nearest deficit. (A Dijkstra limited to small distances, retried with larger
-        limits, was no faster: the nodes at reduced distance 0 are most of the network.)"""
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(min(d, D) per node, where D is the nearest deficit's distance; whether d <= D), or None when no
+        deficit is reachable; ``tl``, ``hl``, ``reduced``: the live slots (sorted by tail) and their reduced
+        costs. Large networks try distance buckets first (``_dial``: the same distances, 2-3x faster than
+        Dijkstra's heap on the leader network, whose reduced costs are small), and fall back to Dijkstra for
+        good when more than ``DIAL_BUCKETS`` distances come before the nearest deficit. (A Dijkstra limited to
+        small distances, retried with larger limits, was no faster: the nodes at reduced distance 0 are most of
+        the network. Following Dijkstra's tree paths instead of a max flow when little excess is left was
+        slower too: paths collide, so twice the phases.)"""
         n = self.n
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(tl, minlength=n), out=indptr[1:])
@@ -241,9 +205,9 @@ class _Residual:
             if got is None:
                 return None
             if got != "far":
-                d, D, via = got
+                d, D = got
                 near = d >= 0
-                return np.where(near, d, D), near, via
+                return np.where(near, d, D), near
             self.dial = False
         graph = csr_matrix((reduced.astype(np.float64), hl, indptr), shape=(n, n))
         d = dijkstra(graph, directed=True, indices=src, min_only=True)
@@ -254,7 +218,7 @@ class _Residual:
         if D >= EXACT:
             raise CostRangeError(f"shortest distance {D} is too large for exact float64 sums")
         near = d <= D + 0.5  # inf compares False
-        return np.where(near, np.rint(d), D).astype(np.int64), near, None
+        return np.where(near, np.rint(d), D).astype(np.int64), near
 
     def _augment(self, adm: np.ndarray, src: np.ndarray, dst: np.ndarray) -> int:
         """Max flow from the excesses to the deficits over the admissible slots (positions, ascending); the
@@ -286,69 +250,58 @@ def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
 
 def _dial(n: int, indptr: np.ndarray, heads: np.ndarray, w: np.ndarray, src: np.ndarray, is_dst: np.ndarray,
           max_buckets: int | None = None, max_levels: int | None = None
-          ) -> tuple[np.ndarray, int, np.ndarray] | str | None:
+          ) -> tuple[np.ndarray, int] | str | None:
     """Shortest distances from ``src`` over the CSR graph (``indptr``, ``heads``, integer weights ``w`` >= 0),
     by buckets of equal distance (Dial's algorithm, each bucket a breadth-first search over its 0-weight arcs,
-    vectorized level by level): (distance per node, -1 beyond D; D; the arc (CSR position) each node within D
-    was reached by, -1 for the sources), D the nearest deficit's distance. Every node within D gets its exact
-    distance, the same as Dijkstra's, and its arc lies on a shortest path (the arcs form a tree of shortest paths
-    from the sources). None when no deficit is reachable; "far" when more than ``max_buckets`` (default
-    ``DIAL_BUCKETS``) distances come first, or the searches need more than ``max_levels`` (``DIAL_LEVELS``)
-    levels in all (the caller then runs Dijkstra)."""
+    vectorized level by level): (distance per node, -1 beyond D; D), D the nearest deficit's distance. Every
+    node within D gets its exact distance, the same as Dijkstra's. None when no deficit is reachable; "far" when
+    more than ``max_buckets`` (default ``DIAL_BUCKETS``) distances come first, or the searches need more than
+    ``max_levels`` (``DIAL_LEVELS``) levels in all (the caller then runs Dijkstra)."""
     dist = np.full(n, -1, dtype=np.int64)
-    via = np.full(n, -1, dtype=np.int64)
     stamp = np.empty(n, dtype=np.int64)
 
-    def distinct_open(x: np.ndarray, arc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The nodes of ``x`` without a distance yet, each once with one of its arcs ``arc`` (no sort: the last
-        write of a stamp wins)."""
-        keep = dist[x] < 0
-        x, arc = x[keep], arc[keep]
+    def distinct_open(x: np.ndarray) -> np.ndarray:
+        """The nodes of ``x`` without a distance yet, each once (no sort: the last write of a stamp wins)."""
+        x = x[dist[x] < 0]
         at = np.arange(len(x))
         stamp[x] = at
-        first = stamp[x] == at
-        return x[first], arc[first]
+        return x[stamp[x] == at]
 
-    src = np.asarray(src, dtype=np.int64)
-    buckets: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {0: [(src, np.full(len(src), -1, np.int64))]}
+    buckets: dict[int, list[np.ndarray]] = {0: [np.asarray(src, dtype=np.int64)]}
     levels = DIAL_LEVELS if max_levels is None else max_levels
     for _ in range(DIAL_BUCKETS if max_buckets is None else max_buckets):
         if not buckets:
             return None
         k = min(buckets)
         waiting = buckets.pop(k)
-        front, arc = distinct_open(*(waiting[0] if len(waiting) == 1 else
-                                     (np.concatenate([h for h, _ in waiting]), np.concatenate([a for _, a in waiting]))))
+        front = distinct_open(waiting[0] if len(waiting) == 1 else np.concatenate(waiting))
         found = False
         while len(front):
             levels -= 1
             if levels < 0:
                 return "far"
             dist[front] = k
-            via[front] = arc
             found = found or bool(is_dst[front].any())
             deg = indptr[front + 1] - indptr[front]
             e = np.repeat(indptr[front] - (np.cumsum(deg) - deg), deg) + np.arange(int(deg.sum()))
             h, we = heads[e], w[e]
             zero = we == 0
-            _bucket_arcs(buckets, k, h[~zero], we[~zero], e[~zero], dist)
-            front, arc = distinct_open(h[zero], e[zero])
+            _bucket_arcs(buckets, k, h[~zero], we[~zero], dist)
+            front = distinct_open(h[zero])
         if found:
-            return dist, k, via
+            return dist, k
     return None if not buckets else "far"
 
 
-def _bucket_arcs(buckets: dict, k: int, h: np.ndarray, w: np.ndarray, e: np.ndarray, dist: np.ndarray) -> None:
-    """File the heads of positive arcs leaving distance ``k`` (with the arcs ``e``) under distance k + w (those
-    still without one)."""
+def _bucket_arcs(buckets: dict, k: int, h: np.ndarray, w: np.ndarray, dist: np.ndarray) -> None:
+    """File the heads of positive arcs leaving distance ``k`` under distance k + w (those still without one)."""
     keep = dist[h] < 0
-    h, w, e = h[keep], w[keep], e[keep]
+    h, w = h[keep], w[keep]
     if not len(w):
         return
     lo = int(w.min())
     if lo == int(w.max()):
-        buckets.setdefault(k + lo, []).append((h, e))
+        buckets.setdefault(k + lo, []).append(h)
         return
     for v in np.unique(w).tolist():
-        at = w == v
-        buckets.setdefault(k + v, []).append((h[at], e[at]))
+        buckets.setdefault(k + v, []).append(h[w == v])
