@@ -10,7 +10,6 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from flowbalance.flow import phase_kernel as pk
-
 from flowbalance.flow.mincost import _solve
 from flowbalance.flow.primal_dual import primal_dual, solve_primal_dual
 
@@ -74,6 +73,12 @@ def test_unit_leader_network_against_ortools():
         _check_flow(P + B + 1, tails, heads, caps, supply, got[0])
 
 
+def test_scipy_keeps_explicit_zero_weights():
+    """The phases rely on Dijkstra treating an explicit 0 in the sparse graph as an arc of length 0."""
+    g = csr_matrix((np.zeros(2), np.array([1, 2]), np.array([0, 1, 2, 2])), shape=(3, 3))
+    assert dijkstra(g, directed=True, indices=[0], min_only=True).tolist() == [0.0, 0.0, 0.0]
+
+
 @settings(max_examples=200, deadline=None)
 @given(networks())
 def test_potentials_certify_the_flow(g):
@@ -91,30 +96,85 @@ def test_potentials_certify_the_flow(g):
             assert w + p[t] - p[h] <= 0
 
 
-def test_costs_and_distances_beyond_the_limit_are_refused_and_the_pruned_solve_falls_back():
-    """A cost or a shortest distance of 2**56 or more could overflow int64 sums of potentials: primal_dual says so
-    instead of answering (an arc's cost, or a distance of two arcs below the limit each), and solve_pruned then
-    solves the whole network with OR-Tools (the same optimum)."""
+def test_distances_beyond_float_precision_are_refused_and_the_pruned_solve_falls_back():
+    """A shortest distance of 2**52 or more cannot be summed exactly in float64: primal_dual says so instead of
+    answering, and solve_pruned then solves the whole network with OR-Tools (the same optimum)."""
     from flowbalance.flow.network import Network
-    from flowbalance.flow.primal_dual import COST_LIMIT, CostRangeError
+    from flowbalance.flow.primal_dual import CostRangeError
     from flowbalance.flow.pruned import solve_pruned
 
-    big = COST_LIMIT - 1
-    for tails, heads, costs in (([0, 1], [1, 2], [big, 1]), ([0, 1], [1, 2], [COST_LIMIT, 0])):
-        tails, heads, costs = np.array(tails), np.array(heads), np.array(costs)
-        try:
-            primal_dual(3, tails, heads, np.ones(2, np.int64), costs, np.array([1, 0, -1]))
-            raise AssertionError("no CostRangeError")
-        except CostRangeError:
-            pass
-    assert primal_dual(3, np.array([0, 1]), np.array([1, 2]), np.ones(2, np.int64), np.array([big - 1, 0]),
-                       np.array([1, 0, -1]))[1] == big - 1
+    big = 2 ** 52
+    tails, heads = np.array([0, 1, 0]), np.array([1, 2, 2])
+    caps, costs = np.array([1, 1, 1]), np.array([big, 1, big + 5])
+    supply = np.array([1, 0, -1])
+    try:
+        primal_dual(3, tails, heads, caps, costs, supply)
+        raise AssertionError("no CostRangeError")
+    except CostRangeError:
+        pass
     net = Network()
     net.nodes(3)
-    net.add(np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([1, 1, 1]), np.array([big, 1, big + 5]))
-    net.set_supply(np.array([1, 0, -1]))
+    net.add(tails, heads, caps, costs)
+    net.set_supply(supply)
     flows, cost, rounds = solve_pruned(net, np.array([True, True, False]))
     assert (cost, rounds) == (big + 1, 0) and flows.tolist() == [1, 1, 0]
+
+
+def _reference_primal_dual(n, tails, heads, caps, costs, supply):
+    """The phases as first written (the residual network rebuilt from the flow in every phase): the oracle the
+    incremental bookkeeping of ``primal_dual`` (rooms kept per slot, live slots only) must match exactly, flow
+    for flow, since the plans depend on which optimum the max flows pick."""
+    from flowbalance.flow.primal_dual import _max_flow
+
+    E = len(tails)
+    flow = np.where(costs < 0, caps, 0).astype(np.int64)
+    excess = supply.astype(np.int64).copy()
+    np.subtract.at(excess, tails, flow)
+    np.add.at(excess, heads, flow)
+    pot = np.zeros(n, dtype=np.int64)
+    order = np.argsort(np.concatenate([tails, heads]), kind="stable")
+    tail, head = np.concatenate([tails, heads])[order], np.concatenate([heads, tails])[order]
+    cost = np.concatenate([costs, -costs])[order]
+    while (excess > 0).any():
+        room = np.concatenate([caps - flow, flow])[order]
+        live = room > 0
+        src, dst = np.flatnonzero(excess > 0), np.flatnonzero(excess < 0)
+        reduced = (cost + pot[tail] - pot[head])[live].astype(np.float64)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(tail[live], minlength=n))])
+        d = dijkstra(csr_matrix((reduced, head[live], indptr), shape=(n, n)), directed=True, indices=src,
+                     min_only=True)
+        reach = d[dst][np.isfinite(d[dst])]
+        if not len(reach):
+            return None
+        D = int(np.rint(reach.min()))
+        near = d <= D + 0.5
+        pot += np.where(near, np.rint(d), D).astype(np.int64)
+        adm = live & (cost + pot[tail] - pot[head] == 0) & near[tail] & near[head]
+        k = int(adm.sum())
+        f, _ = _max_flow(n, np.concatenate([tail[adm], np.full(len(src), n), dst]),
+                         np.concatenate([head[adm], src, np.full(len(dst), n + 1)]),
+                         np.concatenate([room[adm], excess[src], -excess[dst]]))
+        slots = order[adm]
+        fwd = slots < E
+        flow[slots[fwd]] += f[:k][fwd]
+        flow[slots[~fwd] - E] -= f[:k][~fwd]
+        excess[src] -= f[k: k + len(src)]
+        excess[dst] += f[k + len(src):]
+    return flow, int((flow * costs).sum()), pot
+
+
+@settings(max_examples=300, deadline=None)
+@given(networks())
+def test_same_flow_and_potentials_as_the_rebuilt_residual(g):
+    """Exactly the flow and potentials of the phases rebuilt from scratch (not only the same cost)."""
+    n, tails, heads, caps, costs, supply = g
+    if int(supply.sum()) != 0:
+        return
+    want = _reference_primal_dual(n, tails, heads, caps, costs, supply)
+    got = primal_dual(n, tails, heads, caps, costs, supply, check_after=-1)
+    assert (got is None) == (want is None)
+    if got is not None:
+        assert got[0].tolist() == want[0].tolist() and got[1] == want[1] and got[2].tolist() == want[2].tolist()
 
 
 def _leader_network(rng, max_cost: int):
@@ -132,10 +192,78 @@ def _leader_network(rng, max_cost: int):
     return P + B + 1, tails, heads, caps, costs, supply
 
 
-def test_leader_shaped_networks_against_ortools():
-    """The leader stage's shape (unit candidates, tight broker capacities, many phases, flow sent back along
-    arcs) with costs 0-3: OR-Tools' optimal cost, a flow meeting every capacity and supply, and potentials that
-    certify it."""
+def test_same_flow_as_the_rebuilt_residual_on_leader_shaped_networks():
+    """The leader stage's shape (unit candidates, tight broker capacities, many phases) with flow that is sent
+    back along arcs: exactly the reference's flow and potentials."""
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        n, tails, heads, caps, costs, supply = _leader_network(rng, max_cost=3)
+        want = _reference_primal_dual(n, tails, heads, caps, costs, supply)
+        got = primal_dual(n, tails, heads, caps, costs, supply)
+        assert want is not None and got is not None
+        assert got[0].tolist() == want[0].tolist() and got[2].tolist() == want[2].tolist(), trial
+
+
+def test_stable_order_is_a_stable_argsort():
+    """The radix order of the residual's slots equals numpy's stable argsort for keys of one 16-bit digit, two,
+    and beyond (ties in many long runs, as node ids are)."""
+    from flowbalance.flow.primal_dual import _stable_order
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 300, 1 << 16, (1 << 16) + 1, 400_000, 1 << 33):
+        for m in (0, 1, 5000):
+            key = rng.integers(0, n, m).astype(np.int64)
+            assert _stable_order(key, n).tolist() == np.argsort(key, kind="stable").tolist(), (n, m)
+
+
+@settings(max_examples=300, deadline=None)
+@given(networks(), st.integers(0, 2))
+def test_compiled_phases_equal_ortools_and_certify(g, check_after):
+    """The compiled phases (forced on networks this small): the same feasibility and optimal cost as OR-Tools,
+    a flow meeting every capacity and supply, and potentials that certify it."""
+    import flowbalance.flow.primal_dual as pd
+
+    n, tails, heads, caps, costs, supply = g
+    saved = pd.KERNEL_FROM_NODES
+    try:
+        pd.KERNEL_FROM_NODES = 0
+        got = primal_dual(n, tails, heads, caps, costs, supply, check_after=check_after)
+    finally:
+        pd.KERNEL_FROM_NODES = saved
+    want = _solve(tails, heads, caps, costs, supply, n)
+    assert (got is None) == (want is None)
+    if got is None:
+        return
+    flow, cost, pot = got
+    assert cost == want[1]
+    _check_flow(n, tails, heads, caps, supply, flow)
+    reduced = costs + pot[tails] - pot[heads]
+    assert ((reduced >= 0) | (flow == caps)).all() and ((reduced <= 0) | (flow == 0)).all()
+
+
+def test_compiled_phases_refuse_distances_beyond_the_limit(monkeypatch):
+    """The compiled phases refuse a shortest distance of 2**52 or more as the numpy ones do (two arcs below the
+    limit each), and answer just below it."""
+    import flowbalance.flow.primal_dual as pd
+
+    monkeypatch.setattr(pd, "KERNEL_FROM_NODES", 0)
+    big = pd.COST_LIMIT - 1
+    t, h, c, s = np.array([0, 1]), np.array([1, 2]), np.ones(2, np.int64), np.array([1, 0, -1])
+    try:
+        primal_dual(3, t, h, c, np.array([big, 1]), s)
+        raise AssertionError("no CostRangeError")
+    except pd.CostRangeError:
+        pass
+    assert primal_dual(3, t, h, c, np.array([big - 1, 0]), s)[1] == big - 1
+
+
+def test_compiled_phases_on_leader_shaped_networks_against_ortools(monkeypatch):
+    """The compiled phases (forced on networks this small) on the leader stage's shape (unit candidates, tight
+    broker capacities, many phases, flow sent back along arcs) with costs 0-3: OR-Tools' optimal cost, a flow
+    meeting every capacity and supply, and potentials that certify it."""
+    import flowbalance.flow.primal_dual as pd
+
+    monkeypatch.setattr(pd, "KERNEL_FROM_NODES", 0)
     rng = np.random.default_rng(11)
     for trial in range(30):
         n, tails, heads, caps, costs, supply = _leader_network(rng, max_cost=4)
@@ -149,18 +277,6 @@ def test_leader_shaped_networks_against_ortools():
         _check_flow(n, tails, heads, caps, supply, flow)
         reduced = costs + pot[tails] - pot[heads]
         assert ((reduced >= 0) | (flow == caps)).all() and ((reduced <= 0) | (flow == 0)).all(), trial
-
-
-def test_stable_order_is_a_stable_argsort():
-    """The radix order of the residual's slots equals numpy's stable argsort for keys of one 16-bit digit, two,
-    and beyond (ties in many long runs, as node ids are)."""
-    from flowbalance.flow.primal_dual import _stable_order
-
-    rng = np.random.default_rng(5)
-    for n in (1, 2, 300, 1 << 16, (1 << 16) + 1, 400_000, 1 << 33):
-        for m in (0, 1, 5000):
-            key = rng.integers(0, n, m).astype(np.int64)
-            assert _stable_order(key, n).tolist() == np.argsort(key, kind="stable").tolist(), (n, m)
 
 
 def _residual_slots(rng, n: int, m: int, max_w: int):

@@ -1,12 +1,19 @@
 """Min-cost flow by the primal-dual method: shortest distances, then a max flow on the arcs those distances
-make admissible, phase after phase, both passes compiled (``flow/phase_kernel.py``).
+make admissible, phase after phase: on networks of ``KERNEL_FROM_NODES`` nodes or more both passes compiled by
+numba (``flow/phase_kernel.py``), on smaller ones scipy's Dijkstra and OR-Tools' max flow.
 
 Why: the leader network is unit capacity with costs 0 and 1 (333,000 partitions, 1,000,000 candidates at
 1,000,000 replicas), and nearly every partition keeps its leader. OR-Tools' cost scaling refines the whole
 network in every one of its ~20 epsilon phases (10–13 s there); primal-dual sends all the cost-0 flow in its
 first phase and then needs one phase per distinct length of the remaining augmenting paths — a few on
-clusters that need a few tens of thousands of changes, 20–150 when chains of changes grow long. Each phase is
-one walk over the part of the residual network the excesses reach.
+clusters that need a few tens of thousands of changes, 20–150 when chains of changes grow long.
+
+Why two ways: a compiled phase is one walk over the part of the residual network the excesses reach (15–70 ms
+on a 1,000,000-replica leader network, against 0.12–0.2 s for the numpy passes, which build a max-flow network
+each phase), but loading numba's compiled code costs about 0.45 s once per process. That pays on large networks
+(the leader network from about 300,000 replicas; one long tail there saves seconds) and not on small ones (the
+leader network of a 150,000-replica cluster: 0.25 s slower with the kernel; the pruned split network has
+3,000 nodes). Both give an optimum and its certificate; where optima tie they may pick different ones.
 
 The method (Ford–Fulkerson's primal-dual; Ahuja, Magnanti & Orlin, *Network Flows*, 9.8): keep a pseudo-flow
 and node potentials under which every residual arc has a non-negative reduced cost. Start from the flow that
@@ -26,16 +33,19 @@ from __future__ import annotations
 
 import numpy as np
 from ortools.graph.python import max_flow
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
 
 from ..forked import Forked, can_fork
 
 CHECK_AFTER = 3  # phases run before feasibility is checked (a max flow costs about one phase)
 CHECK_FORK_FROM_ARCS = 200_000  # networks this large check feasibility in a forked child, alongside the phases
-COST_LIMIT = 2 ** 56  # costs and distances from this on are refused: int64 sums of them could overflow
+COST_LIMIT = 2 ** 52  # costs and distances from this on are refused: float64 (Dijkstra) sums would not be exact
+KERNEL_FROM_NODES = 100_000  # networks this large run the compiled phases (module doc)
 
 
 class CostRangeError(ArithmeticError):
-    """A cost or a shortest distance reached ``COST_LIMIT`` (2**56): int64 sums of them could overflow (use a
+    """A cost or a shortest distance reached ``COST_LIMIT`` (2**52): float64 sums would no longer be exact (use a
     cost-scaling solver)."""
 
 
@@ -54,7 +64,7 @@ def primal_dual(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.n
                 supply: np.ndarray, *, check_after: int = CHECK_AFTER) -> tuple[np.ndarray, int, np.ndarray] | None:
     """``solve_primal_dual`` with the final node potentials as a third item: ``costs + p[tails] - p[heads]``
     is >= 0 on every arc with room left and <= 0 on every arc with flow (the optimality certificate).
-    ``CostRangeError`` when a cost or a distance reaches 2**56 (far beyond any network flowbalance builds)."""
+    ``CostRangeError`` when a cost or a distance reaches 2**52 (far beyond any network flowbalance builds)."""
     tails, heads = np.asarray(tails, dtype=np.int64), np.asarray(heads, dtype=np.int64)
     caps, costs = np.asarray(caps, dtype=np.int64), np.asarray(costs, dtype=np.int64)
     supply = np.asarray(supply, dtype=np.int64)
@@ -132,15 +142,12 @@ class _Residual:
     """The pseudo-flow, its excesses and the potentials; residual slot i < E is arc i forward, E + i backward.
     Slots are kept sorted by tail once (``order``, with ``indptr`` in CSR form) and all per-slot state lives in
     that order: the room left on each slot is updated where a phase sends flow (``mate``: the position of the
-    opposite slot), so a phase is two compiled walks over the slots (``flow/phase_kernel.py``), not a rebuild
-    of them (the flow per arc is read back from the backward slots at the end)."""
+    opposite slot), so a phase works on the slots as they are, not on a rebuild of them (the flow per arc is read
+    back from the backward slots at the end)."""
 
     def __init__(self, n, tails, heads, caps, costs, supply):
-        from . import phase_kernel  # numba: imported when a network is solved, not with the package (0.2 s)
-
         if len(costs) and int(np.abs(costs).max()) >= COST_LIMIT:
             raise CostRangeError(f"arc cost {int(np.abs(costs).max())} reaches {COST_LIMIT}")
-        self.kernel = phase_kernel
         self.n, self.E = n, len(tails)
         flow = np.where(costs < 0, caps, 0).astype(np.int64)
         self.excess = supply.copy()
@@ -152,13 +159,18 @@ class _Residual:
         self.order = _stable_order(slot_tail, n)
         self.indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(slot_tail, minlength=n), out=self.indptr[1:])
+        self.tail = slot_tail[self.order]
         self.head = np.concatenate([heads, tails])[self.order]
         self.cost = np.concatenate([costs, -costs])[self.order]
         self.room = np.concatenate([caps - flow, flow])[self.order]
         self.where = np.empty(2 * self.E, dtype=np.int64)  # slot -> its position in ``order``
         self.where[self.order] = np.arange(2 * self.E, dtype=np.int64)
         self.mate = np.concatenate([self.where[self.E:], self.where[: self.E]])[self.order]  # opposite slot's
-        self.work = phase_kernel.workspace(n, 2 * self.E)
+        self.kernel = None
+        if n >= KERNEL_FROM_NODES:
+            from . import phase_kernel  # numba: imported for a large network, not with the package (module doc)
+
+            self.kernel, self.work = phase_kernel, phase_kernel.workspace(n, 2 * self.E)
 
     @property
     def flow(self) -> np.ndarray:
@@ -171,20 +183,76 @@ class _Residual:
     def phase(self) -> bool:
         """One phase: potentials raised by the shortest distances, a max flow over the admissible arcs. False
         when no deficit can be reached (no feasible flow)."""
+        sent = self._compiled_phase() if self.kernel is not None else self._numpy_phase()
+        if sent is None:
+            return False
+        if sent == 0:  # a nearest deficit lies on an admissible path: never
+            raise RuntimeError("primal-dual phase sent no flow")
+        return True
+
+    def _compiled_phase(self) -> int | None:
+        """A phase by ``flow/phase_kernel.py``: the units sent, None when no deficit can be reached."""
         k, (dist, reached, queue, heap_keys, heap_nodes, label, count, current, path, sources) = self.kernel, self.work
         D = k.shortest_distances(self.n, self.indptr, self.head, self.cost, self.room, self.pot, self.excess,
                                  dist, reached, queue, heap_keys, heap_nodes)
         if D == k.NONE:
-            return False
+            return None
         if D >= COST_LIMIT:
             raise CostRangeError(f"shortest distance {D} reaches {COST_LIMIT}")
         if k.raise_potentials(self.n, self.pot, dist, reached, D) >= 2 * COST_LIMIT:
             raise CostRangeError(f"a potential reaches {2 * COST_LIMIT}")
-        sent = k.admissible_max_flow(self.n, self.indptr, self.head, self.cost, self.room, self.mate, self.pot,
+        return k.admissible_max_flow(self.n, self.indptr, self.head, self.cost, self.room, self.mate, self.pot,
                                      self.excess, label, count, current, path, sources, queue)
-        if sent == 0:  # a nearest deficit lies on an admissible path: never
-            raise RuntimeError("primal-dual phase sent no flow")
-        return True
+
+    def _numpy_phase(self) -> int | None:
+        """A phase by numpy passes over the live slots, scipy's Dijkstra and OR-Tools' max flow: the units sent,
+        None when no deficit can be reached."""
+        lv = np.flatnonzero(self.room > 0)  # the live slots' positions
+        tl, hl = self.tail[lv], self.head[lv]
+        reduced = self.cost[lv] + self.pot[tl] - self.pot[hl]
+        src, dst = np.flatnonzero(self.excess > 0), np.flatnonzero(self.excess < 0)
+        found = self._dijkstra(tl, hl, reduced, src, dst)
+        if found is None:
+            return None
+        raise_by, near = found
+        self.pot += raise_by
+        # admissible: reduced cost 0 now; only nodes within D can be reached from an excess over such arcs
+        zero = np.flatnonzero(reduced + raise_by[tl] - raise_by[hl] == 0)
+        return self._augment(lv[zero[near[tl[zero]] & near[hl[zero]]]], src, dst)
+
+    def _dijkstra(self, tl: np.ndarray, hl: np.ndarray, reduced: np.ndarray, src: np.ndarray, dst: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(min(d, D) per node, where D is the nearest deficit's distance; whether d <= D), or None when no
+        deficit is reachable; ``tl``, ``hl``, ``reduced``: the live slots (sorted by tail) and their reduced
+        costs."""
+        n = self.n
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tl, minlength=n), out=indptr[1:])
+        graph = csr_matrix((reduced.astype(np.float64), hl, indptr), shape=(n, n))
+        d = dijkstra(graph, directed=True, indices=src, min_only=True)
+        reach = d[dst][np.isfinite(d[dst])]
+        if not len(reach):
+            return None
+        D = int(np.rint(reach.min()))
+        if D >= COST_LIMIT:
+            raise CostRangeError(f"shortest distance {D} reaches {COST_LIMIT}")
+        near = d <= D + 0.5  # inf compares False
+        return np.where(near, np.rint(d), D).astype(np.int64), near
+
+    def _augment(self, adm: np.ndarray, src: np.ndarray, dst: np.ndarray) -> int:
+        """Max flow from the excesses to the deficits over the admissible slots (positions, ascending); the
+        rooms and excesses updated; returns the units sent."""
+        n, k = self.n, len(adm)
+        f, sent = _max_flow(n, np.concatenate([self.tail[adm], np.full(len(src), n), dst]),
+                            np.concatenate([self.head[adm], src, np.full(len(dst), n + 1)]),
+                            np.concatenate([self.room[adm], self.excess[src], -self.excess[dst]]))
+        used = np.flatnonzero(f[:k])
+        pos, sent_on = adm[used], f[used]
+        self.room[pos] -= sent_on  # each slot once: no repeated index
+        self.room[self.mate[pos]] += sent_on
+        self.excess[src] -= f[k: k + len(src)]
+        self.excess[dst] += f[k + len(src):]
+        return sent
 
 
 def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
