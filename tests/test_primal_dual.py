@@ -314,7 +314,7 @@ def test_shortest_distances_equal_dijkstra(seed, n, max_w):
     live = room > 0
     excess = _excess(rng, n)
     work = pk.workspace(n, len(head))
-    D = pk.shortest_distances(n, indptr, head, cost, room, pot, excess, *work[:5])
+    D = pk.shortest_distances(n, indptr, head, cost, room, pot, excess, *work[:6])
     dist, reached = work[0], work[1]
     src, dst = np.flatnonzero(excess > 0), np.flatnonzero(excess < 0)
     graph = csr_matrix((cost[live].astype(np.float64), head[live],
@@ -348,7 +348,7 @@ def test_admissible_max_flow_equals_ortools(seed, n, max_w):
                         np.concatenate([room[adm], excess[src], -excess[dst]]))
     before_room, before_excess = room.copy(), excess.copy()
     work = pk.workspace(n, len(head))
-    sent = pk.admissible_max_flow(n, indptr, head, cost, room, mate, pot, excess, *work[5:], work[2])
+    sent = pk.admissible_max_flow(n, indptr, head, cost, room, mate, pot, excess, *work[6:], work[2])
     assert sent == want
     assert (room >= 0).all() and (room + room[mate] == before_room + before_room[mate]).all()
     moved = before_excess - excess

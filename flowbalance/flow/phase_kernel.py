@@ -11,10 +11,10 @@ head, cost and room left of each, and ``mate``, the position of the opposite slo
 (updated in place), int64 throughout; nothing here allocates per phase. ``workspace`` makes the scratch arrays
 once per solve.
 
-- ``shortest_distances``: Dijkstra over non-negative reduced costs, where nearly every reduced cost is 0: a
-  FIFO takes the nodes reached at the current distance over 0-cost arcs (a breadth-first search, no heap), a
-  binary heap (lazy deletion) only the others. It stops after the last node at the nearest deficit's
-  distance D: every node within D then has its exact distance.
+- ``shortest_distances``: Dijkstra over non-negative reduced costs, where nearly every reduced cost is 0 or 1:
+  a FIFO takes the nodes reached at the current distance over 0-cost arcs (a breadth-first search, no heap),
+  another those one further over 1-cost arcs, a binary heap (lazy deletion) only the others. It stops after
+  the last node at the nearest deficit's distance D: every node within D then has its exact distance.
 - ``raise_potentials``: each potential raised by min(d, D); the arcs of reduced cost 0 after it are the
   admissible ones (they hold every shortest path to a nearest deficit).
 - ``admissible_max_flow``: from all excesses (a virtual source S) to all deficits (a virtual sink T) over the
@@ -35,10 +35,10 @@ NONE = np.int64(1) << np.int64(62)  # "no deficit reachable", and "not reached" 
 
 def workspace(n: int, slots: int) -> tuple[np.ndarray, ...]:
     """The scratch arrays of ``shortest_distances`` and ``admissible_max_flow`` for ``n`` nodes and ``slots``
-    residual slots: (dist, reached, queue, heap keys, heap nodes, labels, label counts, current arcs, path,
-    sources)."""
+    residual slots: (dist, reached, queue, following, heap keys, heap nodes; labels, label counts, current arcs,
+    path, sources)."""
     i64 = np.int64
-    return (np.empty(n, i64), np.empty(n, np.bool_), np.empty(n, i64), np.empty(slots + 1, i64),
+    return (np.empty(n, i64), np.empty(n, np.bool_), np.empty(n, i64), np.empty(n, i64), np.empty(slots + 1, i64),
             np.empty(slots + 1, i64), np.empty(n, i64), np.empty(n + 3, i64), np.empty(n, i64),
             np.empty(n + 2, i64), np.empty(n, i64))
 
@@ -81,7 +81,8 @@ def _heap_pop(keys, nodes, size):
 
 
 @njit(cache=True)
-def shortest_distances(n, indptr, head, cost, room, pot, excess, dist, reached, queue, heap_keys, heap_nodes):
+def shortest_distances(n, indptr, head, cost, room, pot, excess, dist, reached, queue, following, heap_keys,
+                       heap_nodes):
     """The nearest deficit's reduced distance D from the excesses (``NONE``: no deficit reachable); ``dist`` and
     ``reached`` filled: every node within D reached, with its exact distance. Reduced costs
     (``cost + pot[tail] - pot[head]`` on slots with room) must be >= 0."""
@@ -90,32 +91,38 @@ def shortest_distances(n, indptr, head, cost, room, pot, excess, dist, reached, 
         reached[v] = False
     D = NONE
     size = 0
-    first = 0
-    last = 0
+    first = last = 0  # the queue: nodes reached at distance ``at``
+    ahead = 0  # ``following``: nodes given distance at + 1 (reduced cost 1, most of the rest), no heap needed
     for v in range(n):
         if excess[v] > 0:
             dist[v] = 0
             reached[v] = True
             queue[last] = v
             last += 1
-    at = 0  # the distance of the nodes in the queue
+    at = 0
     while True:
-        if first == last:  # the next distance: the heap's least entry still current
-            first = last = 0
-            while size > 0:
-                key, v = heap_keys[0], heap_nodes[0]
+        if first == last:  # the next distance: at + 1, or the heap's least entry still current
+            while size > 0 and (reached[heap_nodes[0]] or heap_keys[0] != dist[heap_nodes[0]]):
                 size = _heap_pop(heap_keys, heap_nodes, size)
-                if reached[v] or key != dist[v]:
-                    continue
-                if key > D:
-                    return D
-                at = key
-                reached[v] = True
-                queue[0] = v
-                last = 1
-                break
-            if last == 0:
+            nearest = at + 1 if ahead else (heap_keys[0] if size else NONE)
+            if nearest == NONE or nearest > D:
                 return D
+            at, first, last = nearest, 0, 0
+            for i in range(ahead):
+                v = following[i]
+                if not reached[v] and dist[v] == at:
+                    reached[v] = True
+                    queue[last] = v
+                    last += 1
+            ahead = 0
+            while size > 0 and heap_keys[0] == at:
+                v = heap_nodes[0]
+                size = _heap_pop(heap_keys, heap_nodes, size)
+                if not reached[v] and dist[v] == at:
+                    reached[v] = True
+                    queue[last] = v
+                    last += 1
+            continue
         u = queue[first]
         first += 1
         if D == NONE and excess[u] < 0:
@@ -135,7 +142,11 @@ def shortest_distances(n, indptr, head, cost, room, pot, excess, dist, reached, 
                 last += 1
             elif at + r < dist[v]:
                 dist[v] = at + r
-                size = _heap_push(heap_keys, heap_nodes, size, at + r, v)
+                if r == 1:
+                    following[ahead] = v
+                    ahead += 1
+                else:
+                    size = _heap_push(heap_keys, heap_nodes, size, at + r, v)
 
 
 @njit(cache=True)

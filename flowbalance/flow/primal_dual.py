@@ -192,9 +192,10 @@ class _Residual:
 
     def _compiled_phase(self) -> int | None:
         """A phase by ``flow/phase_kernel.py``: the units sent, None when no deficit can be reached."""
-        k, (dist, reached, queue, heap_keys, heap_nodes, label, count, current, path, sources) = self.kernel, self.work
+        k, (dist, reached, queue, following, heap_keys, heap_nodes, label, count, current, path, sources) = (
+            self.kernel, self.work)
         D = k.shortest_distances(self.n, self.indptr, self.head, self.cost, self.room, self.pot, self.excess,
-                                 dist, reached, queue, heap_keys, heap_nodes)
+                                 dist, reached, queue, following, heap_keys, heap_nodes)
         if D == k.NONE:
             return None
         if D >= COST_LIMIT:
