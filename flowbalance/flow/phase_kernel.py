@@ -23,7 +23,7 @@ once per solve.
   gap rule, and exact labels again (a backward breadth-first search, ``_label``) whenever relabels reach a
   quarter of the nodes labelled: a relabel scans all of a node's slots, and on the captured 1,000,000-replica
   leader networks a quarter took 20–55 % less time than the whole (1.55 → 1.15 s, 2.34 → 1.11 s, 4.45 → 4.04 s;
-  a tenth or a sixteenth no better).
+  a sixteenth no better).
 """
 from __future__ import annotations
 
