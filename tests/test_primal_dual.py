@@ -279,6 +279,28 @@ def test_compiled_phases_on_leader_shaped_networks_against_ortools(monkeypatch):
         assert ((reduced >= 0) | (flow == caps)).all() and ((reduced <= 0) | (flow == 0)).all(), trial
 
 
+@settings(max_examples=200, deadline=None)
+@given(networks())
+def test_compiled_slot_build_equals_the_numpy_one(g):
+    """The residual slots built by the compiled counting sort (large networks) are the numpy build's, array for
+    array: the same order, rooms, costs, positions and opposite slots."""
+    import flowbalance.flow.primal_dual as pd
+
+    n, tails, heads, caps, costs, supply = g
+    args = [np.asarray(x, dtype=np.int64) for x in (tails, heads, caps, costs, supply)]
+    saved = pd.KERNEL_FROM_NODES
+    try:
+        pd.KERNEL_FROM_NODES = n + 1
+        small = pd._Residual(n, *args)
+        pd.KERNEL_FROM_NODES = 0
+        large = pd._Residual(n, *args)
+    finally:
+        pd.KERNEL_FROM_NODES = saved
+    assert small.kernel is None and large.kernel is not None
+    for name in ("indptr", "head", "cost", "room", "where", "mate", "excess"):
+        assert getattr(small, name).tolist() == getattr(large, name).tolist(), name
+
+
 def _residual_slots(rng, n: int, m: int, max_w: int):
     """Random residual slots sorted by tail, in opposite pairs (``mate``), rooms 0-3 each way and costs 0..max_w
     forward (so -cost backward): (indptr, head, cost, room, mate, tail)."""

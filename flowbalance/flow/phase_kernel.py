@@ -44,6 +44,41 @@ def workspace(n: int, slots: int) -> tuple[np.ndarray, ...]:
 
 
 @njit(cache=True)
+def residual_slots(n, tails, heads, caps, costs, flow):
+    """The residual slots of arcs (``tails``, ``heads``, ``caps``, ``costs``) carrying ``flow``, sorted by tail
+    as ``primal_dual._Residual`` sorts them (stably: at each node its forward slots in arc order, then its
+    backward ones), by a counting sort: (indptr, head, cost, room, where: each slot's position, slot i < E arc i
+    forward and E + i backward; mate: each position's opposite slot's position). One pass over the arcs where the
+    numpy build sorts and gathers (0.5 s for 1,300,000 arcs, 1.1 s for 2,600,000)."""
+    E = len(tails)
+    indptr = np.zeros(n + 1, np.int64)
+    for i in range(E):
+        indptr[tails[i] + 1] += 1
+        indptr[heads[i] + 1] += 1
+    for v in range(n):
+        indptr[v + 1] += indptr[v]
+    fill = indptr[:n].copy()
+    head = np.empty(2 * E, np.int64)
+    cost = np.empty(2 * E, np.int64)
+    room = np.empty(2 * E, np.int64)
+    where = np.empty(2 * E, np.int64)
+    for i in range(2 * E):
+        a = i if i < E else i - E
+        tail = tails[a] if i < E else heads[a]
+        p = fill[tail]
+        fill[tail] += 1
+        where[i] = p
+        head[p] = heads[a] if i < E else tails[a]
+        cost[p] = costs[a] if i < E else -costs[a]
+        room[p] = caps[a] - flow[a] if i < E else flow[a]
+    mate = np.empty(2 * E, np.int64)
+    for i in range(E):
+        mate[where[i]] = where[E + i]
+        mate[where[E + i]] = where[i]
+    return indptr, head, cost, room, where, mate
+
+
+@njit(cache=True)
 def _heap_push(keys, nodes, size, key, node):
     """Add (key, node) to the binary min-heap of ``size`` entries; returns the new size."""
     i = size

@@ -143,7 +143,8 @@ class _Residual:
     Slots are kept sorted by tail once (``order``, with ``indptr`` in CSR form) and all per-slot state lives in
     that order: the room left on each slot is updated where a phase sends flow (``mate``: the position of the
     opposite slot), so a phase works on the slots as they are, not on a rebuild of them (the flow per arc is read
-    back from the backward slots at the end)."""
+    back from the backward slots at the end). Large networks get the same slots from one compiled counting sort
+    (``phase_kernel.residual_slots``)."""
 
     def __init__(self, n, tails, heads, caps, costs, supply):
         if len(costs) and int(np.abs(costs).max()) >= COST_LIMIT:
@@ -155,6 +156,14 @@ class _Residual:
         np.subtract.at(self.excess, tails[neg], flow[neg])
         np.add.at(self.excess, heads[neg], flow[neg])
         self.pot = np.zeros(n, dtype=np.int64)
+        self.kernel = None
+        if n >= KERNEL_FROM_NODES:
+            from . import phase_kernel  # numba: imported for a large network, not with the package (module doc)
+
+            self.kernel, self.work = phase_kernel, phase_kernel.workspace(n, 2 * self.E)
+            self.indptr, self.head, self.cost, self.room, self.where, self.mate = phase_kernel.residual_slots(
+                n, tails, heads, caps, costs, flow)  # the slots below, by one compiled counting sort
+            return
         slot_tail = np.concatenate([tails, heads])
         self.order = _stable_order(slot_tail, n)
         self.indptr = np.zeros(n + 1, dtype=np.int64)
@@ -166,11 +175,6 @@ class _Residual:
         self.where = np.empty(2 * self.E, dtype=np.int64)  # slot -> its position in ``order``
         self.where[self.order] = np.arange(2 * self.E, dtype=np.int64)
         self.mate = np.concatenate([self.where[self.E:], self.where[: self.E]])[self.order]  # opposite slot's
-        self.kernel = None
-        if n >= KERNEL_FROM_NODES:
-            from . import phase_kernel  # numba: imported for a large network, not with the package (module doc)
-
-            self.kernel, self.work = phase_kernel, phase_kernel.workspace(n, 2 * self.E)
 
     @property
     def flow(self) -> np.ndarray:
