@@ -3,6 +3,8 @@ test_flow_solvers.py) on random networks: the same feasibility and the same opti
 meets every capacity and supply."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -35,6 +37,25 @@ def _check_flow(n, tails, heads, caps, supply, flow):
     np.subtract.at(net, tails, flow)
     np.add.at(net, heads, flow)
     assert not net.any()
+
+
+def _check_certificate(tails, heads, caps, costs, flow, pot):
+    """The potentials certify the flow: no arc with room has a negative reduced cost, no arc with flow a
+    positive one."""
+    reduced = costs + pot[tails] - pot[heads]
+    assert ((reduced >= 0) | (flow == caps)).all() and ((reduced <= 0) | (flow == 0)).all()
+
+
+@contextlib.contextmanager
+def _kernel_from(nodes: int):
+    """``primal_dual.KERNEL_FROM_NODES`` set to ``nodes`` meanwhile (hypothesis tests cannot take monkeypatch)."""
+    import flowbalance.flow.primal_dual as pd
+
+    saved, pd.KERNEL_FROM_NODES = pd.KERNEL_FROM_NODES, nodes
+    try:
+        yield
+    finally:
+        pd.KERNEL_FROM_NODES = saved
 
 
 @settings(max_examples=400, deadline=None)
@@ -221,15 +242,9 @@ def test_stable_order_is_a_stable_argsort():
 def test_compiled_phases_equal_ortools_and_certify(g, check_after):
     """The compiled phases (forced on networks this small): the same feasibility and optimal cost as OR-Tools,
     a flow meeting every capacity and supply, and potentials that certify it."""
-    import flowbalance.flow.primal_dual as pd
-
     n, tails, heads, caps, costs, supply = g
-    saved = pd.KERNEL_FROM_NODES
-    try:
-        pd.KERNEL_FROM_NODES = 0
+    with _kernel_from(0):
         got = primal_dual(n, tails, heads, caps, costs, supply, check_after=check_after)
-    finally:
-        pd.KERNEL_FROM_NODES = saved
     want = _solve(tails, heads, caps, costs, supply, n)
     assert (got is None) == (want is None)
     if got is None:
@@ -237,8 +252,7 @@ def test_compiled_phases_equal_ortools_and_certify(g, check_after):
     flow, cost, pot = got
     assert cost == want[1]
     _check_flow(n, tails, heads, caps, supply, flow)
-    reduced = costs + pot[tails] - pot[heads]
-    assert ((reduced >= 0) | (flow == caps)).all() and ((reduced <= 0) | (flow == 0)).all()
+    _check_certificate(tails, heads, caps, costs, flow, pot)
 
 
 def test_compiled_phases_refuse_distances_beyond_the_limit(monkeypatch):
@@ -275,8 +289,7 @@ def test_compiled_phases_on_leader_shaped_networks_against_ortools(monkeypatch):
         flow, cost, pot = got
         assert cost == want[1], trial
         _check_flow(n, tails, heads, caps, supply, flow)
-        reduced = costs + pot[tails] - pot[heads]
-        assert ((reduced >= 0) | (flow == caps)).all() and ((reduced <= 0) | (flow == 0)).all(), trial
+        _check_certificate(tails, heads, caps, costs, flow, pot)
 
 
 @settings(max_examples=200, deadline=None)
@@ -288,14 +301,10 @@ def test_compiled_slot_build_equals_the_numpy_one(g):
 
     n, tails, heads, caps, costs, supply = g
     args = [np.asarray(x, dtype=np.int64) for x in (tails, heads, caps, costs, supply)]
-    saved = pd.KERNEL_FROM_NODES
-    try:
-        pd.KERNEL_FROM_NODES = n + 1
+    with _kernel_from(n + 1):
         small = pd._Residual(n, *args)
-        pd.KERNEL_FROM_NODES = 0
+    with _kernel_from(0):
         large = pd._Residual(n, *args)
-    finally:
-        pd.KERNEL_FROM_NODES = saved
     assert small.kernel is None and large.kernel is not None
     for name in ("indptr", "head", "cost", "room", "where", "mate", "excess"):
         assert getattr(small, name).tolist() == getattr(large, name).tolist(), name
@@ -335,9 +344,10 @@ def test_shortest_distances_equal_dijkstra(seed, n, max_w):
     room[live & (cost < 0)] = 0  # backward slots of negative cost stay empty, so potentials 0 are valid
     live = room > 0
     excess = _excess(rng, n)
-    work = pk.workspace(n, len(head))
-    D = pk.shortest_distances(n, indptr, head, cost, room, pot, excess, *work[:6])
-    dist, reached = work[0], work[1]
+    w = pk.workspace(n, len(head))
+    D = pk.shortest_distances(n, indptr, head, cost, room, pot, excess, w.dist, w.reached, w.queue, w.following,
+                              w.heap_keys, w.heap_nodes)
+    dist, reached = w.dist, w.reached
     src, dst = np.flatnonzero(excess > 0), np.flatnonzero(excess < 0)
     graph = csr_matrix((cost[live].astype(np.float64), head[live],
                         np.concatenate([[0], np.cumsum(np.bincount(tail[live], minlength=n))])), shape=(n, n))
@@ -369,8 +379,9 @@ def test_admissible_max_flow_equals_ortools(seed, n, max_w):
                         np.concatenate([head[adm], src, np.full(len(dst), n + 1)]),
                         np.concatenate([room[adm], excess[src], -excess[dst]]))
     before_room, before_excess = room.copy(), excess.copy()
-    work = pk.workspace(n, len(head))
-    sent = pk.admissible_max_flow(n, indptr, head, cost, room, mate, pot, excess, *work[6:], work[2])
+    w = pk.workspace(n, len(head))
+    sent = pk.admissible_max_flow(n, indptr, head, cost, room, mate, pot, excess, w.label, w.count, w.current,
+                                  w.path, w.sources, w.queue)
     assert sent == want
     assert (room >= 0).all() and (room + room[mate] == before_room + before_room[mate]).all()
     moved = before_excess - excess

@@ -27,20 +27,37 @@ once per solve.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 NONE = np.int64(1) << np.int64(62)  # "no deficit reachable", and "not reached" in the distances
 
 
-def workspace(n: int, slots: int) -> tuple[np.ndarray, ...]:
-    """The scratch arrays of ``shortest_distances`` and ``admissible_max_flow`` for ``n`` nodes and ``slots``
-    residual slots: (dist, reached, queue, following, heap keys, heap nodes; labels, label counts, current arcs,
-    path, sources)."""
+class Workspace(NamedTuple):
+    """The scratch arrays of ``shortest_distances`` (the first six) and ``admissible_max_flow`` (the rest, with
+    ``queue``), made once per solve."""
+
+    dist: np.ndarray
+    reached: np.ndarray
+    queue: np.ndarray
+    following: np.ndarray
+    heap_keys: np.ndarray
+    heap_nodes: np.ndarray
+    label: np.ndarray
+    count: np.ndarray
+    current: np.ndarray
+    path: np.ndarray
+    sources: np.ndarray
+
+
+def workspace(n: int, slots: int) -> Workspace:
+    """The scratch arrays for ``n`` nodes and ``slots`` residual slots (the heap holds at most one entry a slot)."""
     i64 = np.int64
-    return (np.empty(n, i64), np.empty(n, np.bool_), np.empty(n, i64), np.empty(n, i64), np.empty(slots + 1, i64),
-            np.empty(slots + 1, i64), np.empty(n, i64), np.empty(n + 3, i64), np.empty(n, i64),
-            np.empty(n + 2, i64), np.empty(n, i64))
+    return Workspace(np.empty(n, i64), np.empty(n, np.bool_), np.empty(n, i64), np.empty(n, i64),
+                     np.empty(slots + 1, i64), np.empty(slots + 1, i64), np.empty(n, i64), np.empty(n + 3, i64),
+                     np.empty(n, i64), np.empty(n + 2, i64), np.empty(n, i64))
 
 
 @njit(cache=True)

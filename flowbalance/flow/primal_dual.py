@@ -196,18 +196,17 @@ class _Residual:
 
     def _compiled_phase(self) -> int | None:
         """A phase by ``flow/phase_kernel.py``: the units sent, None when no deficit can be reached."""
-        k, (dist, reached, queue, following, heap_keys, heap_nodes, label, count, current, path, sources) = (
-            self.kernel, self.work)
+        k, w = self.kernel, self.work
         D = k.shortest_distances(self.n, self.indptr, self.head, self.cost, self.room, self.pot, self.excess,
-                                 dist, reached, queue, following, heap_keys, heap_nodes)
+                                 w.dist, w.reached, w.queue, w.following, w.heap_keys, w.heap_nodes)
         if D == k.NONE:
             return None
         if D >= COST_LIMIT:
             raise CostRangeError(f"shortest distance {D} reaches {COST_LIMIT}")
-        if k.raise_potentials(self.n, self.pot, dist, reached, D) >= 2 * COST_LIMIT:
+        if k.raise_potentials(self.n, self.pot, w.dist, w.reached, D) >= 2 * COST_LIMIT:
             raise CostRangeError(f"a potential reaches {2 * COST_LIMIT}")
         return k.admissible_max_flow(self.n, self.indptr, self.head, self.cost, self.room, self.mate, self.pot,
-                                     self.excess, label, count, current, path, sources, queue)
+                                     self.excess, w.label, w.count, w.current, w.path, w.sources, w.queue)
 
     def _numpy_phase(self) -> int | None:
         """A phase by numpy passes over the live slots, scipy's Dijkstra and OR-Tools' max flow: the units sent,
