@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowbalance.flow.maxflow import solve_max_flow, solve_max_flow_dinic
+from flowbalance.flow.maxflow import Shape, solve_max_flow, solve_max_flow_dinic
 from flowbalance.flow.mincost import solve_min_cost
 from flowbalance.flow.network import Network, convex_arcs
 
@@ -74,6 +74,63 @@ def test_dinic_flow_per_arc_is_a_maximum_flow(g):
             G.add_edge(u, v, capacity=G.edges[u, v]["capacity"] + cap if G.has_edge(u, v) else cap)
     assert value == nx.maximum_flow_value(G, 0, n - 1)
     _assert_flow_of_value(n, t, h, c, flows, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(multigraphs())
+def test_compiled_flow_per_arc_is_a_maximum_flow(g):
+    """The compiled max flow's (``Shape``, no room back) value equals networkx's (parallel arcs merged there),
+    and its flow per arc keeps every capacity and conserves at every node but the source and the sink."""
+    n, arcs = g
+    t = np.array([a[0] for a in arcs], dtype=np.int64)
+    h = np.array([a[1] for a in arcs], dtype=np.int64)
+    c = np.array([a[2] for a in arcs], dtype=np.int64)
+    value, left, _ = Shape(n, t, h).solve(c, np.zeros(len(c), dtype=np.int64), 0, n - 1)
+    flows = c - left
+    G = nx.DiGraph()
+    G.add_nodes_from(range(n))
+    for u, v, cap in arcs:
+        if u != v:
+            G.add_edge(u, v, capacity=G.edges[u, v]["capacity"] + cap if G.has_edge(u, v) else cap)
+    assert value == nx.maximum_flow_value(G, 0, n - 1)
+    _assert_flow_of_value(n, t, h, c, flows, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(multigraphs(), st.data())
+def test_shape_solves_with_room_both_ways(g, data):
+    """One ``Shape`` solved with other rooms each time: room b against arc (u, v) is an arc (v, u) of capacity b
+    to OR-Tools; the value is the same, what is left stays within the rooms, and the net flow is conserved."""
+    n, arcs = g
+    t = np.array([a[0] for a in arcs], dtype=np.int64)
+    h = np.array([a[1] for a in arcs], dtype=np.int64)
+    shape = Shape(n, t, h)
+    for _ in range(2):
+        fwd = np.array(data.draw(st.lists(st.integers(0, 4), min_size=len(arcs), max_size=len(arcs))), np.int64)
+        bwd = np.array(data.draw(st.lists(st.integers(0, 2), min_size=len(arcs), max_size=len(arcs))), np.int64)
+        sink = data.draw(st.integers(1, n - 1))
+        value, left, back = shape.solve(fwd, bwd, 0, sink)
+        assert value == solve_max_flow(n, np.r_[t, h], np.r_[h, t], np.r_[fwd, bwd], 0, sink)[1]
+        assert (left >= 0).all() and (back >= 0).all() and np.array_equal(left + back, fwd + bwd)
+        net = np.zeros(n, dtype=np.int64)
+        np.add.at(net, t, -(fwd - left))
+        np.add.at(net, h, fwd - left)
+        assert net[0] == -value and net[sink] == value and not np.delete(net, [0, sink]).any()
+
+
+def test_shape_refuses_what_it_cannot_solve():
+    """Node ids outside the network, rooms of another length or negative, a source that is the sink."""
+    with pytest.raises(ValueError, match="tails, heads"):
+        Shape(2, np.array([0]), np.array([2]))
+    shape = Shape(3, np.array([0, 1]), np.array([1, 2]))
+    one = np.ones(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="one room per arc"):
+        shape.solve(np.ones(3, dtype=np.int64), np.ones(3, dtype=np.int64), 0, 2)
+    with pytest.raises(ValueError, match="non-negative"):
+        shape.solve(-one, one, 0, 2)
+    with pytest.raises(ValueError, match="source, sink"):
+        shape.solve(one, one, 1, 1)
+    assert shape.solve(one, 0 * one, 0, 2)[0] == 1
 
 
 def test_dinic_rejects_capacities_beyond_int32():

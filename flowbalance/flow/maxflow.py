@@ -1,15 +1,25 @@
-"""Max flow, arc arrays in, flow per arc out: OR-Tools' compiled SimpleMaxFlow (push-relabel), and scipy's Dinic
-for flows of small value on large networks.
+"""Max flow, arc arrays in, flow per arc out: OR-Tools' compiled SimpleMaxFlow (push-relabel), scipy's Dinic
+for flows of small value on large networks, and ``Shape``, numba-compiled augmenting paths on one large network
+solved again with other capacities.
 
 networkx is the reference oracle in the tests. (scipy's ``maximum_flow`` served ``solve_max_flow`` before: it
 sums parallel arcs and returns a flow matrix, so every call paid a duplicate check and a search per arc for its
 flow, 0.5 s of the leader stage on a 40-broker, 150,000-replica cluster.)
 
-Why two: push-relabel labels and relabels the whole network whatever the flow's value, so a flow of a few
+Why three: push-relabel labels and relabels the whole network whatever the flow's value, so a flow of a few
 hundred units over 5,000,000 arcs (the failover stage's threshold flows with topic cells at 1,000,000 replicas)
 took 0.9-2.6 s; Dinic's level graphs reach only as far as the augmenting paths do, 0.4-0.7 s on the same
 networks. For large values push-relabel is the faster (73,000 units on 2,500,000 arcs: 1.1 s against 1.9 s), so
 ``solve_max_flow_dinic`` is for callers that know their flow's value is small.
+
+The third, ``Shape``, is ``flow/phase_kernel.py``'s compiled max flow with
+every arc admissible: shortest augmenting paths from exact labels (one backward search), relabelling only the
+nodes the paths meet. Its arcs are sorted into residual slots once and solved again with other rooms, so one
+shape serves every threshold flow of the failover stage without topic intervals. On the captured threshold
+flows at 1,000,000 replicas (2.9-4.1M arcs, one process): 0.12-0.31 s against OR-Tools' 0.47-0.69 s (1,363-6,175
+rows re-placed), 0.2 s against 0.88 s (36 rows), 0.61 s against 1.11 s (109,000 rows, falling short), plus one
+sort of 0.2-0.35 s per shape. With topic cells (5,300,000 arcs and 3,300,000 nodes) its backward search visits
+every node and scipy's Dinic stays (session 20, docs/performance.md). Numba is imported by the first shape.
 """
 from __future__ import annotations
 
@@ -53,6 +63,53 @@ def solve_max_flow_dinic(num_nodes: int, tails: np.ndarray, heads: np.ndarray, c
     graph = csr_matrix((caps.astype(np.int32), (tails, heads)), shape=(num_nodes, num_nodes))
     res = maximum_flow(graph, source, sink, method="dinic")
     return _arc_flows(num_nodes, tails, heads, caps, res.flow), int(res.flow_value)
+
+
+class Shape:
+    """Arcs (``tails``, ``heads``) on ``num_nodes`` nodes whose max flow is wanted again and again with other
+    capacities: their residual slots sorted once (``phase_kernel.residual_slots``), then each ``solve`` writes
+    the slots' room and runs ``phase_kernel``'s max flow with every arc admissible (costs and potentials 0):
+    shortest augmenting paths from one backward search's labels, relabelling only the nodes the paths meet
+    (module doc). numba is imported here, not with the package."""
+
+    def __init__(self, num_nodes: int, tails: np.ndarray, heads: np.ndarray):
+        from . import phase_kernel as pk
+
+        tails = np.ascontiguousarray(tails, dtype=np.int64)
+        heads = np.ascontiguousarray(heads, dtype=np.int64)
+        if len(tails) and min(int(tails.min()), int(heads.min()), num_nodes - 1 - max(int(tails.max()),
+                                                                                      int(heads.max()))) < 0:
+            raise ValueError(f"tails, heads: node ids must lie in [0, {num_nodes})")
+        self.kernel, self.n, self.E = pk, num_nodes, len(tails)
+        zero = np.zeros(self.E, dtype=np.int64)
+        self.indptr, self.head, self.cost, _, self.where, self.mate = pk.residual_slots(num_nodes, tails, heads,
+                                                                                        zero, zero, zero)
+
+    def solve(self, forward: np.ndarray, backward: np.ndarray, source: int,
+              sink: int) -> tuple[int, np.ndarray, np.ndarray]:
+        """(flow value, room left along each arc, room left against it): a max flow from ``source`` to ``sink``
+        with ``forward[i]`` units of room along arc i and ``backward[i]`` against it (flow it already carries,
+        which may go back). Rooms must be non-negative; the flow on arc i is ``forward[i]`` minus what is left."""
+        forward = np.asarray(forward, dtype=np.int64)
+        backward = np.asarray(backward, dtype=np.int64)
+        if forward.shape != (self.E,) or backward.shape != (self.E,):
+            raise ValueError(f"forward, backward: one room per arc ({self.E:,}) expected")
+        if self.E and min(int(forward.min()), int(backward.min())) < 0:
+            raise ValueError("forward, backward: rooms must be non-negative")
+        if not (0 <= source < self.n and 0 <= sink < self.n) or source == sink:
+            raise ValueError(f"source, sink: two different nodes in [0, {self.n}) expected, got {source}, {sink}")
+        n, i64 = self.n, np.int64
+        room = np.empty(2 * self.E, dtype=i64)
+        room[self.where[:self.E]] = forward
+        room[self.where[self.E:]] = backward
+        excess = np.zeros(n, dtype=i64)
+        excess[source] = int(room[self.indptr[source]:self.indptr[source + 1]].sum())  # all it can send
+        excess[sink] = -excess[source]
+        label, current, sources, queue = (np.empty(n, i64) for _ in range(4))
+        value = self.kernel.admissible_max_flow(n, self.indptr, self.head, self.cost, room, self.mate,
+                                                np.zeros(n, i64), excess, label, np.empty(n + 3, i64), current,
+                                                np.empty(n + 2, i64), sources, queue)
+        return int(value), room[self.where[:self.E]], room[self.where[self.E:]]
 
 
 def _arc_flows(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, net) -> np.ndarray:

@@ -16,8 +16,11 @@ topic's interval, so those intervals are kept exactly. What a choice changes is 
   missed at once when a flow leaves more than ``OVERFLOW_GIVE_UP`` of the rows above their caps). Those flows
   re-place a few hundred rows over millions of arcs (5,300,000 at 1,000,000 replicas), where Dinic's level
   graphs reach only as far as the paths do: they run by Dinic (``DINIC_GONE_SHARE``; 0.3-1.2 s a flow against
-  OR-Tools' push-relabel 0.9-2.6 s). Without topic cells push-relabel is as fast or faster, and for large
-  values far faster (``flow/maxflow.py``).
+  OR-Tools' push-relabel 0.9-2.6 s). Without topic cells, networks of ``COMPILED_FROM_NODES`` nodes or more run
+  the compiled max flow on one ``Shape`` sorted once for every probe (a row's unit on its current option is
+  room back along that arc; 0.12-0.61 s a flow at 1,000,000 replicas against push-relabel's 0.47-1.11 s);
+  smaller ones OR-Tools' push-relabel, as fast there as Dinic and for large values far faster
+  (``flow/maxflow.py``), which also keeps small clusters' plans as they were.
 * ``by_convex_flow`` / ``convex_rounds`` (small and medium clusters): min-cost flows with convex costs per pair
   node (a steep exponential of the cell's deviation from its row's mean: a row's units go to its lowest cells
   first), weighted per row; the rows at the worst spread weigh more in the next solve. Rows with the same live
@@ -34,7 +37,7 @@ from functools import cached_property
 import numpy as np
 from ortools.graph.python import max_flow
 
-from ..flow.maxflow import solve_max_flow_dinic
+from ..flow.maxflow import Shape, solve_max_flow_dinic
 from ..flow.mincost import FlowError, try_min_cost
 from ..flow.mincost import _solve as _solve_arrays  # the one OR-Tools solve that ``try_min_cost`` makes
 from ..flow.network import Network
@@ -42,6 +45,7 @@ from ..forked import Forked, can_fork
 from .failover_problem import (FailoverProblem, Terms, changes, choice_from_terms, fewest_changes, find_options,
                                group_of, loads, rank, row_extremes, spreads, terms, values)
 
+COMPILED_FROM_NODES = 100_000  # threshold networks without topic cells this large: compiled max flow (module doc)
 DINIC_GONE_SHARE = 0.01  # with topic cells, threshold flows re-placing at most this share of the rows run by Dinic
 FORK_FROM_OPTIONS = 200_000  # options from which a bisection evaluates its next probe in a second process
 TOPIC_ROUNDS = 5  # threshold flows per target with topic intervals
@@ -128,6 +132,8 @@ def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes:
         found = _threshold(prob, arcs, choice, top(met))
         if found is not None:
             return found  # else (never seen) the bisection with every probe's flow below
+    if fork and arcs.compiled:
+        arcs.shape  # built once, before a forked child would build its own
     met, found = _bisect(0, hi, probes, lambda k: _threshold(prob, arcs, choice, top(k)), fork)
     return choice if met is None else found
 
@@ -301,7 +307,10 @@ def _augment(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Ca
     """Re-place the rows ``caps.out`` by one max flow on the residual network of the others' choice: a row takes
     an option (row -> pair node); a pair node passes units on to its cell or leader while it has room, and a
     unit it holds can go back to its row, which then takes another option; a leader (cell) takes back exactly the
-    rows it lost (that its floor needs)."""
+    rows it lost (that its floor needs). Without topic cells, on networks of ``COMPILED_FROM_NODES`` nodes or
+    more, by the compiled max flow (``_augment_compiled``)."""
+    if arcs.compiled:
+        return _augment_compiled(prob, arcs, choice, caps, alloc)
     net = _network(prob, arcs, choice, caps, alloc)
     if _cut_below(net):
         return None  # no flow re-places every leaving row: the flow's own answer, without it
@@ -319,6 +328,27 @@ def _augment(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Ca
     taken = net.opt[opt_flow > 0]
     new = choice.copy()
     new[prob.opt_row[taken]] = taken
+    return new
+
+
+def _augment_compiled(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray):
+    """``_augment``'s flow on ``arcs.shape``, every threshold network in one: source -> every row (room: 1 when
+    it leaves), row -> pair node per option (room 1 forward; a staying row's own option instead carries its unit
+    already, room 1 back), then ``_blocks``' arcs. A row's new option is the one carrying its unit after the
+    flow."""
+    F, n_opt, out = prob.F, len(prob.opt_row), caps.out
+    held = np.zeros(n_opt, dtype=np.int64)
+    held[choice[~out]] = 1
+    rooms = [np.maximum(np.asarray(r, dtype=np.int64), 0) for r in _blocks(prob, arcs, choice, caps, alloc)]
+    forward = np.concatenate([out.astype(np.int64), 1 - held] + rooms)
+    backward = np.concatenate([np.zeros(F, dtype=np.int64), held] + [np.zeros(len(r), np.int64) for r in rooms])
+    S = F + arcs.lay.Q + arcs.lay.C + prob.N
+    value, _, back = arcs.shape.solve(forward, backward, S, S + 1)
+    if value < int(out.sum()):
+        return None
+    new = np.flatnonzero(back[F:F + n_opt])  # one option a row, in row order (options are sorted by row)
+    if len(new) != F:
+        raise FlowError(f"threshold flow: {len(new):,} options carry a row's unit, {F:,} rows")
     return new
 
 
@@ -340,28 +370,20 @@ class _Net:
 def _network(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray) -> _Net:
     """The network of ``_augment``: arc blocks, each without its zero-capacity arcs (the unit blocks have
     none): source -> leaving rows; rows -> their options' pair nodes (every option but a staying row's own); pair
-    node -> its staying rows; pair node <-> its cell (leader) within the room and the floor; cells, leaders ->
-    sink (``_cell_arcs``)."""
+    node -> its staying rows; then ``_blocks``."""
     lay = arcs.lay
     F, Q, N, C = prob.F, lay.Q, prob.N, lay.C
     out = caps.out
     kept, gone = np.flatnonzero(~out), np.flatnonzero(out)
     kept_opt = choice[kept]
-    q_now = np.bincount(lay.opt_q[kept_opt], minlength=Q)
-    lower_q = np.minimum(q_now, caps.lower[lay.q_pair])
     chosen = np.zeros(len(prob.opt_row), dtype=bool)
     chosen[kept_opt] = True  # option o is its row's choice exactly when choice[opt_row[o]] == o
     opt = np.flatnonzero(~chosen)
     S, T = F + Q + C + N, F + Q + C + N + 1
-    lost = np.bincount(prob.opt_l[choice[gone]], minlength=N)
     unit = [(np.full(len(gone), S, dtype=np.int32), gone.astype(np.int32)),
             (arcs.row_tail[opt], arcs.opt_head[opt]),
             (arcs.opt_head[kept_opt], kept.astype(np.int32))]
-    blocks = [(arcs.q_node, arcs.q_up, alloc - q_now), (arcs.q_up, arcs.q_node, q_now - lower_q)]
-    if C:
-        blocks += _cell_arcs(prob, arcs, kept_opt, lost, T)
-    else:
-        blocks.append((F + Q + np.arange(N), np.full(N, T), lost))
+    blocks = [(t, h, c) for (t, h), c in zip(arcs.ends, _blocks(prob, arcs, choice, caps, alloc))]
     n_unit = sum(len(u[0]) for u in unit)
     pos = [np.flatnonzero(np.asarray(c) > 0) for _, _, c in blocks]
     tails = np.concatenate([u[0] for u in unit] + [np.asarray(b[0])[k].astype(np.int32) for b, k in zip(blocks, pos)])
@@ -369,6 +391,17 @@ def _network(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Ca
     cap = np.concatenate([np.ones(n_unit, dtype=np.int64)] + [np.asarray(b[2])[k].astype(np.int64)
                                                               for b, k in zip(blocks, pos)])
     return _Net(tails, heads, cap, S, T, len(gone), opt)
+
+
+def _blocks(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray) -> list:
+    """The capacities of the arcs ``arcs.ends`` for a target: pair node <-> its cell (leader) within the room
+    and the floor; cells, leaders -> sink (``_cell_rooms``)."""
+    lay = arcs.lay
+    kept_opt = choice[~caps.out]
+    q_now = np.bincount(lay.opt_q[kept_opt], minlength=lay.Q)
+    lower_q = np.minimum(q_now, caps.lower[lay.q_pair])
+    lost = np.bincount(prob.opt_l[choice[caps.out]], minlength=prob.N)
+    return [alloc - q_now, q_now - lower_q] + (_cell_rooms(prob, arcs, kept_opt, lost) if lay.C else [lost])
 
 
 def _cut_below(net: _Net) -> bool:
@@ -386,10 +419,12 @@ def _cut_below(net: _Net) -> bool:
 
 class _Arcs:
     """What the threshold networks of one problem share (one ``by_thresholds`` call builds it once): node ids
-    as OR-Tools takes them (int32), and for ``_split_room`` each pair node's rank among its pair's nodes."""
+    as OR-Tools takes them (int32); the ends of ``_blocks``' arcs (``ends``); whether the flows are
+    ``compiled`` (``_augment``), and then their one ``shape``; and for ``_split_room`` each pair node's rank
+    among its pair's nodes."""
 
     def __init__(self, prob: FailoverProblem, lay: Layout):
-        F = prob.F
+        F, N = prob.F, prob.N
         self.lay = lay
         self.row_tail = prob.opt_row.astype(np.int32)  # per option: its row's node
         self.opt_head = (F + lay.opt_q).astype(np.int32)  # per option: its pair node's
@@ -399,10 +434,26 @@ class _Arcs:
         if lay.C:  # cells: their nodes, their leaders' nodes, the topics' intervals, each option's cell
             self.cell_node = np.arange(F + lay.Q, F + lay.Q + lay.C, dtype=np.int32)
             self.cell_lead = (F + lay.Q + lay.C + lay.cell_l).astype(np.int32)
-            self.lead_node = np.arange(F + lay.Q + lay.C, F + lay.Q + lay.C + prob.N, dtype=np.int32)
             self.cell_tlo = prob.tlo[lay.cell_t, lay.cell_l]
             self.cell_thi = prob.thi[lay.cell_t, lay.cell_l]
             self.opt_cell = lay.q_cell[lay.opt_q]
+        S = F + lay.Q + lay.C + N
+        T = np.full(N + lay.C, S + 1, dtype=np.int32)
+        lead = np.arange(F + lay.Q + lay.C, S, dtype=np.int32)
+        self.ends = [(self.q_node, self.q_up), (self.q_up, self.q_node)] + (
+            [(self.cell_node, self.cell_lead), (self.cell_lead, self.cell_node), (self.cell_node, T[:lay.C]),
+             (lead, T[:N])] if lay.C else [(lead, T[:N])])
+        self.rows, self.nodes = F, S + 2
+        self.compiled = not lay.C and self.nodes >= COMPILED_FROM_NODES
+
+    @cached_property
+    def shape(self) -> Shape:
+        """Every threshold network of the problem as one ``Shape`` of the compiled max flow: source -> every row,
+        row -> pair node per option, then ``ends`` (``_augment_compiled`` gives each network's rooms)."""
+        F, S = self.rows, self.nodes - 2
+        units = [(np.full(F, S), np.arange(F)), (self.row_tail, self.opt_head)]
+        return Shape(self.nodes, *(np.concatenate([np.asarray(b[i], np.int64) for b in units + self.ends])
+                                   for i in (0, 1)))
 
     @cached_property
     def pair_nodes(self) -> np.ndarray:
@@ -418,7 +469,7 @@ class _Arcs:
         return out
 
 
-def _cell_arcs(prob: FailoverProblem, arcs: "_Arcs", kept_opt: np.ndarray, lost: np.ndarray, T: int) -> list:
+def _cell_rooms(prob: FailoverProblem, arcs: "_Arcs", kept_opt: np.ndarray, lost: np.ndarray) -> list:
     """Cell -> leader while the topic's ceiling allows, back while its floor allows; a cell the leaving rows
     took below its floor must get that many back (cell -> sink), the rest of a leader's loss goes leader -> sink.
     ``kept_opt``: the options of the rows that stay."""
@@ -427,10 +478,7 @@ def _cell_arcs(prob: FailoverProblem, arcs: "_Arcs", kept_opt: np.ndarray, lost:
     tlo, thi = arcs.cell_tlo, arcs.cell_thi
     short = np.maximum(tlo - now, 0)
     lead_short = np.bincount(lay.cell_l, weights=short, minlength=N).astype(np.int64)
-    return [(arcs.cell_node, arcs.cell_lead, thi - now),
-            (arcs.cell_lead, arcs.cell_node, now - tlo),
-            (arcs.cell_node, np.full(lay.C, T), short),
-            (arcs.lead_node, np.full(N, T), lost - lead_short)]
+    return [thi - now, now - tlo, short, lost - lead_short]
 
 
 # ---- convex costs -----------------------------------------------------------------------------------------------
