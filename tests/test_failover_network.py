@@ -347,7 +347,7 @@ def test_the_cut_check_answers_only_for_flows_that_fall_short():
     for seed in range(40):
         for prob, choice, lay, arcs, caps, alloc in _seed_targets(seed):
             falls_short = _ref_augment(prob, lay, choice, caps, alloc) is None
-            cut = ff._cut_below(ff._network(prob, arcs, choice, caps, alloc))
+            cut = ff._cut_below(arcs, ff._blocks(prob, arcs, choice, caps, alloc), int(caps.out.sum()))
             assert falls_short or not cut
             fired += cut
             short += falls_short

@@ -132,8 +132,6 @@ def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes:
         found = _threshold(prob, arcs, choice, top(met))
         if found is not None:
             return found  # else (never seen) the bisection with every probe's flow below
-    if fork and arcs.compiled:
-        arcs.shape  # built once, before a forked child would build its own
     met, found = _bisect(0, hi, probes, lambda k: _threshold(prob, arcs, choice, top(k)), fork)
     return choice if met is None else found
 
@@ -309,11 +307,12 @@ def _augment(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Ca
     unit it holds can go back to its row, which then takes another option; a leader (cell) takes back exactly the
     rows it lost (that its floor needs). Without topic cells, on networks of ``COMPILED_FROM_NODES`` nodes or
     more, by the compiled max flow (``_augment_compiled``)."""
-    if arcs.compiled:
-        return _augment_compiled(prob, arcs, choice, caps, alloc)
-    net = _network(prob, arcs, choice, caps, alloc)
-    if _cut_below(net):
+    rooms = _blocks(prob, arcs, choice, caps, alloc)
+    if _cut_below(arcs, rooms, int(caps.out.sum())):
         return None  # no flow re-places every leaving row: the flow's own answer, without it
+    if arcs.compiled:
+        return _augment_compiled(prob, arcs, choice, caps, rooms)
+    net = _network(prob, arcs, choice, caps, alloc, rooms)
     if arcs.lay.C and net.gone <= DINIC_GONE_SHARE * prob.F:
         flow, value = solve_max_flow_dinic(net.sink + 1, net.tails, net.heads, net.cap, net.source, net.sink)
         opt_flow = flow[net.gone:net.gone + len(net.opt)]
@@ -331,15 +330,15 @@ def _augment(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Ca
     return new
 
 
-def _augment_compiled(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray):
+def _augment_compiled(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Caps, rooms: list):
     """``_augment``'s flow on ``arcs.shape``, every threshold network in one: source -> every row (room: 1 when
     it leaves), row -> pair node per option (room 1 forward; a staying row's own option instead carries its unit
-    already, room 1 back), then ``_blocks``' arcs. A row's new option is the one carrying its unit after the
-    flow."""
+    already, room 1 back), then the arcs ``arcs.ends`` with the capacities ``rooms`` (``_blocks``). A row's new
+    option is the one carrying its unit after the flow."""
     F, n_opt, out = prob.F, len(prob.opt_row), caps.out
     held = np.zeros(n_opt, dtype=np.int64)
     held[choice[~out]] = 1
-    rooms = [np.maximum(np.asarray(r, dtype=np.int64), 0) for r in _blocks(prob, arcs, choice, caps, alloc)]
+    rooms = [np.maximum(np.asarray(r, dtype=np.int64), 0) for r in rooms]
     forward = np.concatenate([out.astype(np.int64), 1 - held] + rooms)
     backward = np.concatenate([np.zeros(F, dtype=np.int64), held] + [np.zeros(len(r), np.int64) for r in rooms])
     S = F + arcs.lay.Q + arcs.lay.C + prob.N
@@ -367,10 +366,12 @@ class _Net:
     opt: np.ndarray
 
 
-def _network(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray) -> _Net:
+def _network(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray,
+             rooms: list | None = None) -> _Net:
     """The network of ``_augment``: arc blocks, each without its zero-capacity arcs (the unit blocks have
     none): source -> leaving rows; rows -> their options' pair nodes (every option but a staying row's own); pair
-    node -> its staying rows; then ``_blocks``."""
+    node -> its staying rows; then ``arcs.ends`` with the capacities ``rooms`` (``_blocks``, computed when
+    None)."""
     lay = arcs.lay
     F, Q, N, C = prob.F, lay.Q, prob.N, lay.C
     out = caps.out
@@ -383,7 +384,8 @@ def _network(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Ca
     unit = [(np.full(len(gone), S, dtype=np.int32), gone.astype(np.int32)),
             (arcs.row_tail[opt], arcs.opt_head[opt]),
             (arcs.opt_head[kept_opt], kept.astype(np.int32))]
-    blocks = [(t, h, c) for (t, h), c in zip(arcs.ends, _blocks(prob, arcs, choice, caps, alloc))]
+    rooms = _blocks(prob, arcs, choice, caps, alloc) if rooms is None else rooms
+    blocks = [(t, h, c) for (t, h), c in zip(arcs.ends, rooms)]
     n_unit = sum(len(u[0]) for u in unit)
     pos = [np.flatnonzero(np.asarray(c) > 0) for _, _, c in blocks]
     tails = np.concatenate([u[0] for u in unit] + [np.asarray(b[0])[k].astype(np.int32) for b, k in zip(blocks, pos)])
@@ -404,17 +406,20 @@ def _blocks(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, caps: _Cap
     return [alloc - q_now, q_now - lower_q] + (_cell_rooms(prob, arcs, kept_opt, lost) if lay.C else [lost])
 
 
-def _cut_below(net: _Net) -> bool:
-    """True when a cut of one node and the sink holds less than the leaving rows: node v's arcs into it and
-    every other arc into the sink (a leader whose pairs have less room than the rows it lost, say), so no flow
-    re-places them all. A proof, so the answer is the maximum flow's: on 1000 racked brokers the failing
-    probe's flow (1 s) is not needed."""
-    into = net.heads == net.sink
-    n = net.sink + 1
-    need = np.bincount(net.tails[into], weights=net.cap[into], minlength=n)
-    have = np.bincount(net.heads, weights=net.cap, minlength=n)
-    cut = float(net.cap[into].sum()) - need + have
-    return bool((cut[need > 0] < net.gone).any())
+def _cut_below(arcs: "_Arcs", rooms: list, gone: int) -> bool:
+    """True when a cut of one node and the sink holds less than the ``gone`` leaving rows: node v's arcs into it
+    and every other arc into the sink (a leader whose pairs have less room than the rows it lost, say), so no
+    flow re-places them all. A proof, so the answer is the maximum flow's: on 1000 racked brokers the failing
+    probe's flow (1-2.4 s) is not needed. Only cells and leaders have arcs into the sink, and only the arcs
+    ``arcs.ends`` (capacities ``rooms``) lead into them, so those arcs decide."""
+    tails, heads = (np.concatenate([e[i] for e in arcs.ends]) for i in (0, 1))
+    cap = np.maximum(np.concatenate([np.asarray(r, dtype=np.int64) for r in rooms]), 0)
+    n, sink = arcs.nodes, arcs.nodes - 1
+    into = heads == sink
+    need = np.bincount(tails[into], weights=cap[into], minlength=n)
+    have = np.bincount(heads, weights=cap, minlength=n)
+    cut = float(cap[into].sum()) - need + have
+    return bool((cut[need > 0] < gone).any())
 
 
 class _Arcs:
