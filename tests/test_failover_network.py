@@ -10,8 +10,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from ortools.graph.python import max_flow
 
+from flowbalance.stages import common
 from flowbalance.stages import failover_flow as ff
 from flowbalance.stages.failover_problem import _row_code, build_problem, group_of, rank
 
@@ -296,6 +299,18 @@ def test_groups_are_numbered_as_before(seed):
         return
     prob = built[0]
     assert np.array_equal(group_of(prob), _ref_group_of(prob))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.lists(st.integers(0, 40), max_size=60), dense=st.booleans())
+def test_dense_unique_is_numpys_unique(keys, dense, monkeypatch):
+    """``dense_unique`` (pair and cell keys of the layout, the follower stage's pairs): the sorted distinct keys
+    and each key's index among them, as ``np.unique``, by the table or (past ``DENSE_KEYS``) by ``np.unique``."""
+    monkeypatch.setattr(common, "DENSE_KEYS", 1 << 24 if dense else 0)
+    keys = np.array(keys, dtype=np.int64)
+    uniq, inverse = common.dense_unique(keys, 41)
+    ref, ref_inverse = np.unique(keys, return_inverse=True)
+    assert np.array_equal(uniq, ref) and np.array_equal(inverse, ref_inverse.ravel()) and inverse.dtype == np.int64
 
 
 def test_row_codes_order_rows_lexicographically_or_give_up():

@@ -44,6 +44,7 @@ from ..flow.mincost import FlowError, try_min_cost
 from ..flow.mincost import _solve as _solve_arrays  # the one OR-Tools solve that ``try_min_cost`` makes
 from ..flow.network import Network
 from ..forked import Forked, can_fork
+from .common import dense_unique
 from .failover_problem import (FailoverProblem, Terms, changes, choice_from_terms, fewest_changes, find_options,
                                group_of, loads, rank, row_extremes, spreads, terms, values)
 
@@ -77,14 +78,13 @@ class Layout:
     @staticmethod
     def of(prob: FailoverProblem) -> "Layout":
         N = prob.N
-        pairs, opt_pair = np.unique(prob.opt_l * N + prob.opt_f, return_inverse=True)
-        opt_pair = opt_pair.ravel().astype(np.int64)
+        pairs, opt_pair = dense_unique(prob.opt_l * N + prob.opt_f, N * N)
         if prob.topic_of is None:
             none = np.full(len(pairs), -1, dtype=np.int64)
             return Layout(opt_pair, opt_pair, np.arange(len(pairs)), none, pairs // N, pairs % N,
                           np.zeros(0, np.int64), np.zeros(0, np.int64))
         t = prob.topic_of[prob.opt_row]
-        cells, opt_cell = np.unique(t * N + prob.opt_l, return_inverse=True)
+        cells, opt_cell = dense_unique(t * N + prob.opt_l, (int(t.max(initial=0)) + 1) * N)
         qkey, first, opt_q = np.unique(opt_cell.ravel() * len(pairs) + opt_pair, return_index=True,
                                        return_inverse=True)
         return Layout(opt_q.ravel().astype(np.int64), opt_pair, opt_pair[first], opt_cell.ravel()[first],

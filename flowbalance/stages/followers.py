@@ -14,6 +14,7 @@ import numpy as np
 from ..flow.mincost import solve_min_cost_split
 from ..flow.network import Network
 from ..model import PAD, ClusterState
+from .common import dense_unique
 
 
 def balance_followers(state: ClusterState, movable: np.ndarray) -> np.ndarray:
@@ -43,7 +44,7 @@ def balance_followers(state: ClusterState, movable: np.ndarray) -> np.ndarray:
     r, c, f = r[ok], c[ok], f[ok]
     l = sub[r, 0]
     keys = l.astype(np.int64) * N + f
-    uniq, pair_of = np.unique(keys, return_inverse=True)
+    uniq, pair_of = dense_unique(keys, N * N)
 
     net = Network()
     pnode = net.nodes(Pc)
