@@ -12,9 +12,8 @@ took 0.9-2.6 s; Dinic's level graphs reach only as far as the augmenting paths d
 networks. For large values push-relabel is the faster (73,000 units on 2,500,000 arcs: 1.1 s against 1.9 s), so
 ``solve_max_flow_dinic`` is for callers that know their flow's value is small.
 
-The third, ``Shape``, is ``flow/phase_kernel.py``'s compiled max flow with
-every arc admissible: shortest augmenting paths from exact labels (one backward search), relabelling only the
-nodes the paths meet. Its arcs are sorted into residual slots once and solved again with other rooms, so one
+The third, ``Shape``, is ``flow/phase_kernel.py``'s compiled max flow with every arc admissible: shortest
+augmenting paths from exact labels (one backward search), relabelling only the nodes the paths meet. Its arcs are sorted into residual slots once and solved again with other rooms, so one
 shape serves every threshold flow of the failover stage without topic intervals. On the captured threshold
 flows at 1,000,000 replicas (2.9-4.1M arcs, one process): 0.12-0.31 s against OR-Tools' 0.47-0.69 s (1,363-6,175
 rows re-placed), 0.2 s against 0.88 s (36 rows), 0.61 s against 1.11 s (109,000 rows, falling short), plus one

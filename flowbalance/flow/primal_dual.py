@@ -24,10 +24,13 @@ reduced cost 0. Reduced costs stay non-negative, so each phase augments along sh
 is optimal (its potentials are the certificate). No deficit reachable: no feasible flow.
 
 An infeasible network may show it only after many phases (20 s on one leader network where OR-Tools said so
-in 1 s). After ``CHECK_AFTER`` phases ``solve_primal_dual`` therefore checks feasibility once, with one max flow
-over every arc; networks that finish sooner (most) never pay for it. From ``CHECK_FORK_FROM_ARCS`` arcs, with two
-cores, a forked child runs that max flow while the phases go on (0.5-0.9 s a leader network at 1,000,000
-replicas); the answer is the same either way (``_Check``).
+in 1 s), so ``solve_primal_dual`` checks feasibility once, with one max flow over every arc. Below
+``CHECK_FORK_FROM_ARCS`` arcs (or on one core) that max flow runs here, before the first phase: it costs less
+than a phase there, and the leader stage's first solves are often infeasible on Kafka-placed clusters (40
+brokers, 150,000 replicas: 0.17 s -> 0.07-0.09 s each; a feasible solve is not slower). From
+``CHECK_FORK_FROM_ARCS`` arcs, with two cores, a forked child runs it after ``CHECK_AFTER`` phases while the
+phases go on (0.5-0.9 s a leader network at 1,000,000 replicas; networks that finish sooner never pay for it).
+The answer and the flow are the same either way (``_Check``).
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from ..forked import Forked, can_fork
 
-CHECK_AFTER = 3  # phases run before feasibility is checked (a max flow costs about one phase)
+CHECK_AFTER = 3  # phases run before a forked feasibility check starts (module doc)
 CHECK_FORK_FROM_ARCS = 200_000  # networks this large check feasibility in a forked child, alongside the phases
 COST_LIMIT = 2 ** 52  # costs and distances from this on are refused: float64 (Dijkstra) sums would not be exact
 KERNEL_FROM_NODES = 100_000  # networks this large run the compiled phases (module doc)
@@ -50,18 +53,18 @@ class CostRangeError(ArithmeticError):
 
 
 def solve_primal_dual(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, costs: np.ndarray,
-                      supply: np.ndarray, *, check_after: int = CHECK_AFTER) -> tuple[np.ndarray, int] | None:
+                      supply: np.ndarray, *, check_after: int | None = None) -> tuple[np.ndarray, int] | None:
     """(flow per arc in the order given, optimal cost), or None when no flow meets the supplies.
 
     ``supply[v]`` > 0 is supplied at v, < 0 demanded; the supplies must sum to 0. Parallel arcs are allowed.
     ``check_after``: phases before the feasibility check (0: check first; -1: never, the caller knows the
-    network is feasible)."""
+    network is feasible; None: first when the check runs here, ``CHECK_AFTER`` when forked; module doc)."""
     res = primal_dual(num_nodes, tails, heads, caps, costs, supply, check_after=check_after)
     return None if res is None else res[:2]
 
 
 def primal_dual(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, costs: np.ndarray,
-                supply: np.ndarray, *, check_after: int = CHECK_AFTER) -> tuple[np.ndarray, int, np.ndarray] | None:
+                supply: np.ndarray, *, check_after: int | None = None) -> tuple[np.ndarray, int, np.ndarray] | None:
     """``solve_primal_dual`` with the final node potentials as a third item: ``costs + p[tails] - p[heads]``
     is >= 0 on every arc with room left and <= 0 on every arc with flow (the optimality certificate).
     ``CostRangeError`` when a cost or a distance reaches 2**52 (far beyond any network flowbalance builds)."""
@@ -72,6 +75,8 @@ def primal_dual(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.n
         return None
     res = _Residual(num_nodes, tails, heads, caps, costs, supply)
     check = _Check(num_nodes, tails, heads, caps, supply)
+    if check_after is None:
+        check_after = CHECK_AFTER if check.fork else 0
     phases = 0
     try:
         while res.has_excess():

@@ -18,11 +18,11 @@ topic's interval, so those intervals are kept exactly. What a choice changes is 
   graphs reach only as far as the paths do: they run by Dinic (``DINIC_GONE_SHARE``; 0.3-1.2 s a flow against
   OR-Tools' push-relabel 0.9-2.6 s). There every pair node has one option (a (topic, leader, follower) triple
   one row can take): from ``CONTRACT_FROM_NODES`` nodes those nodes are left out, each row's arc going straight
-  to its cell (``_contract``: 3,000,000 arcs instead of 5,300,000, Dinic 2-4x faster). Without topic cells, networks of ``COMPILED_FROM_NODES`` nodes or more run
-  the compiled max flow on one ``Shape`` sorted once for every probe (a row's unit on its current option is
-  room back along that arc; 0.12-0.61 s a flow at 1,000,000 replicas against push-relabel's 0.47-1.11 s);
-  smaller ones OR-Tools' push-relabel, as fast there as Dinic and for large values far faster
-  (``flow/maxflow.py``), which also keeps small clusters' plans as they were.
+  to its cell (``_contract``: 3,000,000 arcs instead of 5,300,000, Dinic 2-4x faster). Without topic cells,
+  networks of ``COMPILED_FROM_NODES`` nodes or more run the compiled max flow on one ``Shape`` sorted once for
+  every probe (a row's unit on its current option is room back along that arc; 0.12-0.61 s a flow at 1,000,000
+  replicas against push-relabel's 0.47-1.11 s); smaller ones OR-Tools' push-relabel, as fast there as Dinic and
+  for large values far faster (``flow/maxflow.py``), which also keeps small clusters' plans as they were.
 * ``by_convex_flow`` / ``convex_rounds`` (small and medium clusters): min-cost flows with convex costs per pair
   node (a steep exponential of the cell's deviation from its row's mean: a row's units go to its lowest cells
   first), weighted per row; the rows at the worst spread weigh more in the next solve. Rows with the same live
@@ -344,8 +344,7 @@ def _augment_compiled(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, 
     rooms = [np.maximum(np.asarray(r, dtype=np.int64), 0) for r in rooms]
     forward = np.concatenate([out.astype(np.int64), 1 - held] + rooms)
     backward = np.concatenate([np.zeros(F, dtype=np.int64), held] + [np.zeros(len(r), np.int64) for r in rooms])
-    S = F + arcs.lay.Q + arcs.lay.C + prob.N
-    value, _, back = arcs.shape.solve(forward, backward, S, S + 1)
+    value, _, back = arcs.shape.solve(forward, backward, arcs.nodes - 2, arcs.nodes - 1)
     if value < int(out.sum()):
         return None
     new = np.flatnonzero(back[F:F + n_opt])  # one option a row, in row order (options are sorted by row)
@@ -439,7 +438,7 @@ def _cut_below(arcs: "_Arcs", rooms: list, gone: int) -> bool:
     flow re-places them all. A proof, so the answer is the maximum flow's: on 1000 racked brokers the failing
     probe's flow (1-2.4 s) is not needed. Only cells and leaders have arcs into the sink, and only the arcs
     ``arcs.ends`` (capacities ``rooms``) lead into them, so those arcs decide."""
-    tails, heads = (np.concatenate([e[i] for e in arcs.ends]) for i in (0, 1))
+    tails, heads = arcs.end_arcs
     cap = np.maximum(np.concatenate([np.asarray(r, dtype=np.int64) for r in rooms]), 0)
     n, sink = arcs.nodes, arcs.nodes - 1
     into = heads == sink
@@ -487,6 +486,11 @@ class _Arcs:
         units = [(np.full(F, S), np.arange(F)), (self.row_tail, self.opt_head)]
         return Shape(self.nodes, *(np.concatenate([np.asarray(b[i], np.int64) for b in units + self.ends])
                                    for i in (0, 1)))
+
+    @cached_property
+    def end_arcs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The tails and heads of ``ends``, concatenated (``_cut_below``, every probe)."""
+        return tuple(np.concatenate([e[i] for e in self.ends]) for i in (0, 1))
 
     @cached_property
     def single(self) -> np.ndarray:

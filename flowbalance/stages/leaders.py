@@ -27,10 +27,7 @@ Solves, cheapest first; each later one runs only when the ones before it have no
 Solves (1)–(3) run by primal-dual (``flow/primal_dual.py``): nearly every partition keeps its leader, so after
 its first phase sends the cost-0 flow only a few phases remain (3–4× faster than OR-Tools' cost scaling at
 1,000,000 replicas). Solve (4)'s penalties are large; it stays with OR-Tools. On Kafka-placed clusters (1) and
-the first try of (2) often have no feasible flow; below ``CHECK_FORK_FROM_ARCS`` arcs, where primal-dual checks
-feasibility inline, it checks before the first phase, so such a solve ends after one max flow (40 brokers,
-150,000 replicas: 0.17 s -> 0.07-0.09 s each; a feasible one is not slower). Larger networks keep the check
-forked after ``CHECK_AFTER`` phases. The flows are the same either way.
+the first try of (2) often have no feasible flow: primal-dual's feasibility check says so (``flow/primal_dual.py``).
 """
 from __future__ import annotations
 
@@ -41,7 +38,7 @@ import numpy as np
 from ..flow.maxflow import solve_max_flow
 from ..flow.mincost import solve_min_cost
 from ..flow.network import Network, convex_arcs
-from ..flow.primal_dual import CHECK_AFTER, CHECK_FORK_FROM_ARCS, solve_primal_dual
+from ..flow.primal_dual import solve_primal_dual
 from ..model import PAD, ClusterState
 from ..targets import intervals
 from .common import StageInput, graded_arcs, penalties, share_intervals
@@ -143,8 +140,7 @@ def _choose(pb: _Problem) -> np.ndarray:
 def try_min_cost(net: Network) -> tuple[np.ndarray, int] | None:
     """One of solves (1)–(3) by primal-dual (see the module doc); None when it has no feasible flow."""
     tails, heads, caps, costs = net.arrays()
-    check_after = 0 if len(tails) < CHECK_FORK_FROM_ARCS else CHECK_AFTER
-    return solve_primal_dual(net.num_nodes, tails, heads, caps, costs, net.supplies(), check_after=check_after)
+    return solve_primal_dual(net.num_nodes, tails, heads, caps, costs, net.supplies())
 
 
 def _brokers_can_fill(pb: _Problem, cell_room: np.ndarray) -> bool:
