@@ -31,6 +31,13 @@ def try_min_cost(net: Network) -> tuple[np.ndarray, int] | None:
     return _solve(tails, heads, caps, costs, net.supplies(), net.num_nodes)
 
 
+def try_min_cost_arrays(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, costs: np.ndarray,
+                        supply: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """``try_min_cost`` on arc arrays (int64) and node supplies: (flow per arc in the order given, optimal cost),
+    or None when no flow meets the supplies."""
+    return _solve(tails, heads, caps, costs, supply, num_nodes)
+
+
 def _solve(tails, heads, caps, costs, supply, num_nodes) -> tuple[np.ndarray, int] | None:
     """One OR-Tools solve of nodes 0 .. num_nodes-1; None when infeasible."""
     smcf = min_cost_flow.SimpleMinCostFlow()

@@ -52,6 +52,11 @@ class CostRangeError(ArithmeticError):
     cost-scaling solver)."""
 
 
+class PhaseLimitError(RuntimeError):
+    """``max_phases`` phases ran and excess is left (use a cost-scaling solver: costs of many distinct values can
+    make as many phases as there are distinct path lengths)."""
+
+
 def solve_primal_dual(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, costs: np.ndarray,
                       supply: np.ndarray, *, check_after: int | None = None) -> tuple[np.ndarray, int] | None:
     """(flow per arc in the order given, optimal cost), or None when no flow meets the supplies.
@@ -64,10 +69,12 @@ def solve_primal_dual(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps
 
 
 def primal_dual(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, costs: np.ndarray,
-                supply: np.ndarray, *, check_after: int | None = None) -> tuple[np.ndarray, int, np.ndarray] | None:
+                supply: np.ndarray, *, check_after: int | None = None, max_phases: int | None = None
+                ) -> tuple[np.ndarray, int, np.ndarray] | None:
     """``solve_primal_dual`` with the final node potentials as a third item: ``costs + p[tails] - p[heads]``
     is >= 0 on every arc with room left and <= 0 on every arc with flow (the optimality certificate).
-    ``CostRangeError`` when a cost or a distance reaches 2**52 (far beyond any network flowbalance builds)."""
+    ``CostRangeError`` when a cost or a distance reaches 2**52 (far beyond any network flowbalance builds);
+    ``PhaseLimitError`` when ``max_phases`` phases leave excess."""
     tails, heads = np.asarray(tails, dtype=np.int64), np.asarray(heads, dtype=np.int64)
     caps, costs = np.asarray(caps, dtype=np.int64), np.asarray(costs, dtype=np.int64)
     supply = np.asarray(supply, dtype=np.int64)
@@ -80,6 +87,8 @@ def primal_dual(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.n
     phases = 0
     try:
         while res.has_excess():
+            if phases == max_phases:
+                raise PhaseLimitError(f"{phases} phases left excess")
             if phases == check_after:
                 check.start()
             if check.says_infeasible() or not res.phase():

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..flow.lexicographic import solve_lexicographic
 from ..flow.mincost import FlowError, solve_min_cost_split, solve_split_arrays, try_min_cost
 from ..flow.network import Network, convex_arcs
 from ..model import ClusterState
@@ -58,7 +59,7 @@ def balance_pooled(
     prefer: dict[int, int] | None = None,
     lower_bound: int | None = None,
     allow_prune: bool = True,
-    move_cost: np.ndarray | None = None,
+    move_size: np.ndarray | None = None,
     achieved: ClusterState | None = None,
     count_targets: bool = True,
     topics_after_moves: bool = False,
@@ -75,7 +76,8 @@ def balance_pooled(
     budget's per-topic targets). ``move_weight`` (with ``topics_after_moves``) lowers that cost: a move is then worth ``move_weight`` units of
     graded per-topic excess, so moves are traded for per-topic balance (the move budget's parametric search).
 
-    ``move_cost`` (int64 per movable partition) replaces the unit cost of a move (the bytes objective); then
+    ``move_size`` (int64 per movable partition, >= 0): among the flows with the fewest moves, one that moves the
+    least total ``move_size`` (the bytes objective; a lexicographic flow, ``flow/lexicographic.py``); then
     ``achieved`` (an earlier plan) widens every interval to that plan's counts and the intervals are hard, so the
     earlier plan stays feasible and no penalty is needed. ``count_targets=False`` drops the broker intervals
     (``--balance bytes``: only what must move moves; the disk stage places by bytes). ``targets``: what
@@ -101,7 +103,7 @@ def balance_pooled(
     # the rack rule per (partition, rack), over the live brokers of each rack: [Pm, K]
     low_r, cap_r = rack_bounds(kp, np.bincount(rack_of_live, minlength=K)) if use_racks else (None, None)
 
-    lexicographic = topics_after_moves and per_topic and move_cost is None
+    lexicographic = topics_after_moves and per_topic and move_size is None
     # a move costs more than any difference in the per-topic cost (at most (STEPS + 1) per replica either way)
     unit_cost = (move_weight or graded_move_cost(total)) if lexicographic else 1
 
@@ -164,7 +166,7 @@ def balance_pooled(
         else:
             src, move_cap = pnode.reshape(Pm, 1), kp
         keep = net.add(src[kr, rack_of_live[kb]], kheads, 1, 0)
-        move = net.add(src[mp, mr], hub[tpos[mp] * K + mr], move_cap, unit_cost if move_cost is None else move_cost[mp])
+        move = net.add(src[mp, mr], hub[tpos[mp] * K + mr], move_cap, unit_cost)
         # no pool feeds a broker closed to new replicas (it only keeps what it holds)
         pool = net.add(hub[pt * K + rack_of_live[pb]], pheads, np.where(open_b[pb], tcount[pt], 0), 0)
         forced = np.zeros(len(pool), dtype=np.int64)
@@ -191,13 +193,13 @@ def balance_pooled(
     # 3. when the intervals cannot all be met at once: soft intervals with priority penalties (closest balance).
     attempts = [(True, True), (True, False), (False, False)] if (lower_bound is not None and allow_prune) \
         else [(True, False), (False, False)]
-    if move_cost is not None:
+    if move_size is not None:
         attempts = [(True, False)]
     elif lexicographic:  # no pruned attempt: pruning is a restriction proven only by reaching the moves bound
         attempts = [(True, False), (False, False)]
     for hard, prune in attempts:
         net, keep, move, pool, forced, pt, pb = build(hard, prune)
-        res = try_min_cost(net)
+        res = try_min_cost(net) if move_size is None else _fewest_moves_then_size(net, move, move_size[mp])
         if res is None:
             continue
         if prune and int(res[0][move].sum()) != lower_bound:
@@ -226,7 +228,7 @@ def balance_pooled(
     if got is None and prune:
         # another optimum of the unpruned relaxation may be realizable
         return balance_pooled(state, target_rf, movable, per_topic=per_topic, racks=racks, prefer=prefer,
-                              lower_bound=lower_bound, allow_prune=False, move_cost=move_cost, achieved=achieved,
+                              lower_bound=lower_bound, allow_prune=False, move_size=move_size, achieved=achieved,
                               count_targets=count_targets, topics_after_moves=topics_after_moves,
                               move_weight=move_weight, topic_slack=topic_slack, targets=tg)
     if got is None:
@@ -360,6 +362,16 @@ def _holds(held_g: np.ndarray, gi: np.ndarray, sb: np.ndarray) -> np.ndarray:
     for c in range(held_g.shape[1]):
         bad |= np.repeat(held_g[:, c], cnt) == sb
     return bad
+
+
+def _fewest_moves_then_size(net: Network, move: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """The hard network's flow with the fewest moves (its own costs) and among those the least total ``size`` of
+    the units on the ``move`` arcs: (flow per arc, its moves), or None when it has no flow."""
+    tails, heads, caps, costs = net.arrays()
+    second = np.zeros(len(tails), dtype=np.int64)
+    second[move] = size
+    res = solve_lexicographic(net.num_nodes, tails, heads, caps, costs, second, net.supplies())
+    return None if res is None else res[:2]
 
 
 def _prefer_bonus(state: ClusterState, mov: np.ndarray, lpos: np.ndarray, b, prefer: dict[int, int]
