@@ -124,6 +124,42 @@ def _check_counting_skip(state: ClusterState, movable: np.ndarray) -> None:
         assert try_min_cost(net) is None
 
 
+@st.composite
+def _clusters(draw):
+    """Small clusters of 2-4 topics, RF 2-3 on 4 brokers, some partitions not movable."""
+    P = draw(st.integers(2, 12))
+    rf = draw(st.integers(2, 3))
+    rows = [draw(st.permutations(range(N_BROKERS)))[:rf] for _ in range(P)]
+    topics = [draw(st.sampled_from("abcd"[: draw(st.integers(2, 4))])) for _ in range(P)]
+    movable = np.array(draw(st.lists(st.booleans(), min_size=P, max_size=P)), dtype=bool) | (np.arange(P) < 2)
+    return rows, topics, movable
+
+
+@settings(max_examples=300, deadline=None)
+@given(_clusters())
+def test_counting_skips_solve_1_only_when_it_has_no_flow(case):
+    """``_counted_out`` is sound: whenever it skips solve (1), the solve has no flow (and it does skip some)."""
+    rows, topics, movable = case
+    state = _state(rows, topics)
+    pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
+    if leaders._counted_out(pb):
+        net, _ = leaders._network(pb, pb.cost)
+        assert try_min_cost(net) is None
+
+
+def test_counting_skips_solve_1_when_a_topic_cannot_fit_its_cells():
+    """Topic "a" has 4 partitions, all on brokers 0 and 1, whose ceilings for it are 1 each: no choice of
+    leaders meets them, and counting says so without a solve."""
+    rows = [[0, 1], [1, 0], [0, 1], [1, 0], [2, 3], [3, 2], [2, 3], [3, 2]]
+    topics = ["a"] * 4 + ["b"] * 4
+    state = _state(rows, topics)
+    movable = np.ones(8, dtype=bool)
+    pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
+    assert leaders._counted_out(pb)
+    net, _ = leaders._network(pb, pb.cost)
+    assert try_min_cost(net) is None
+
+
 def test_soft_topics_run_when_a_broker_holds_one_topic():
     """Broker 3 holds only topic "a" (2 partitions, ceiling 1 per broker) and must lead 2 of the 8 partitions."""
     rows = [[0, 3], [1, 3], [0, 1], [1, 2], [2, 0], [0, 1], [1, 2], [2, 0]]
