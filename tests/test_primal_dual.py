@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
@@ -271,13 +272,16 @@ def test_compiled_phases_refuse_distances_beyond_the_limit(monkeypatch):
     assert primal_dual(3, t, h, c, np.array([big - 1, 0]), s)[1] == big - 1
 
 
-def test_compiled_phases_on_leader_shaped_networks_against_ortools(monkeypatch):
+@pytest.mark.parametrize("tree_below", [0, 5, 10**9])
+def test_compiled_phases_on_leader_shaped_networks_against_ortools(monkeypatch, tree_below):
     """The compiled phases (forced on networks this small) on the leader stage's shape (unit candidates, tight
     broker capacities, many phases, flow sent back along arcs) with costs 0-3: OR-Tools' optimal cost, a flow
-    meeting every capacity and supply, and potentials that certify it."""
+    meeting every capacity and supply, and potentials that certify it. With max flow phases only, with the
+    single-path phases after a max flow that sent fewer than 5 units (the default), and after every max flow."""
     import flowbalance.flow.primal_dual as pd
 
     monkeypatch.setattr(pd, "KERNEL_FROM_NODES", 0)
+    monkeypatch.setattr(pd, "TREE_BELOW", tree_below)
     rng = np.random.default_rng(11)
     for trial in range(30):
         n, tails, heads, caps, costs, supply = _leader_network(rng, max_cost=4)
@@ -332,11 +336,13 @@ def _excess(rng, n: int) -> np.ndarray:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, 10**6), st.integers(1, 60), st.integers(0, 4))
-def test_shortest_distances_equal_dijkstra(seed, n, max_w):
+@given(st.integers(0, 10**6), st.integers(1, 60), st.integers(0, 4), st.booleans())
+def test_shortest_distances_equal_dijkstra(seed, n, max_w, first_only):
     """Over the slots with room and potentials that keep reduced costs non-negative, the compiled search gives
     the nearest deficit's distance D that scipy's Dijkstra gives, every node within D its distance, and reaches
-    no node beyond D; NONE exactly when no deficit is reachable."""
+    no node beyond D; NONE exactly when no deficit is reachable. Each reached node's parent slot ends a shortest
+    path. Stopped at the first deficit (``first_only``) it reaches a subset of those, every one at its distance,
+    and returns a deficit at D in ``queue[0]``; ``augment_path`` then sends along its parent slots."""
     rng = np.random.default_rng(seed)
     indptr, head, cost, room, mate, tail = _residual_slots(rng, n, int(rng.integers(0, 4 * n + 1)), max_w)
     pot = np.zeros(n, np.int64)
@@ -346,7 +352,7 @@ def test_shortest_distances_equal_dijkstra(seed, n, max_w):
     excess = _excess(rng, n)
     w = pk.workspace(n, len(head))
     D = pk.shortest_distances(n, indptr, head, cost, room, pot, excess, w.dist, w.reached, w.queue, w.following,
-                              w.heap_keys, w.heap_nodes)
+                              w.heap_keys, w.heap_nodes, w.parent, first_only)
     dist, reached = w.dist, w.reached
     src, dst = np.flatnonzero(excess > 0), np.flatnonzero(excess < 0)
     graph = csr_matrix((cost[live].astype(np.float64), head[live],
@@ -357,8 +363,34 @@ def test_shortest_distances_equal_dijkstra(seed, n, max_w):
         assert D == pk.NONE
         return
     assert D == int(reach.min())
-    assert reached.tolist() == (d <= D).tolist()
-    assert dist[reached].tolist() == d[d <= D].astype(np.int64).tolist()
+    if first_only:
+        assert not (reached & (d > D)).any() and (reached | (d >= D)).all()
+        assert dist[reached].tolist() == d[reached].astype(np.int64).tolist()
+    else:
+        assert reached.tolist() == (d <= D).tolist()
+        assert dist[reached].tolist() == d[d <= D].astype(np.int64).tolist()
+    for v in np.flatnonzero(reached).tolist():
+        e = int(w.parent[v])
+        if excess[v] > 0:
+            assert e == -1
+        else:
+            assert head[e] == v and room[e] > 0 and dist[tail[e]] + cost[e] == dist[v]
+    if first_only:
+        t = int(w.queue[0])
+        assert excess[t] < 0 and reached[t] and dist[t] == D
+        before_room, before_excess = room.copy(), excess.copy()
+        sent = pk.augment_path(head, room, mate, excess, w.parent, t)
+        assert sent > 0 and excess[t] == before_excess[t] + sent
+        assert (room >= 0).all() and (room + room[mate] == before_room + before_room[mate]).all()
+        assert int((before_room - room)[before_room > room].sum()) == sent * _hops(w.parent, mate, head, t)
+
+
+def _hops(parent: np.ndarray, mate: np.ndarray, head: np.ndarray, t: int) -> int:
+    """The number of slots on the parent path into ``t``."""
+    hops, v = 0, t
+    while parent[v] >= 0:
+        hops, v = hops + 1, int(head[mate[parent[v]]])
+    return hops
 
 
 @settings(max_examples=300, deadline=None)

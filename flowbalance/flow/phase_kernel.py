@@ -15,8 +15,10 @@ once per solve.
   a FIFO takes the nodes reached at the current distance over 0-cost arcs (a breadth-first search, no heap),
   another those one further over 1-cost arcs, a binary heap (lazy deletion) only the others. It stops after
   the last node at the nearest deficit's distance D: every node within D then has its exact distance.
+  With ``first_only`` it stops at the first deficit it settles (the single-path phases of ``primal_dual``).
 - ``raise_potentials``: each potential raised by min(d, D); the arcs of reduced cost 0 after it are the
   admissible ones (they hold every shortest path to a nearest deficit).
+- ``augment_path``: one unit (or more) back along the slots that gave each node its distance.
 - ``admissible_max_flow``: from all excesses (a virtual source S) to all deficits (a virtual sink T) over the
   admissible arcs with room: shortest augmenting paths with distance labels (Ahuja & Orlin's algorithm,
   *Network Flows* 7.4: advance along an arc one label down, else relabel and retreat) from exact labels, the
@@ -50,6 +52,7 @@ class Workspace(NamedTuple):
     current: np.ndarray
     path: np.ndarray
     sources: np.ndarray
+    parent: np.ndarray
 
 
 def workspace(n: int, slots: int) -> Workspace:
@@ -57,7 +60,7 @@ def workspace(n: int, slots: int) -> Workspace:
     i64 = np.int64
     return Workspace(np.empty(n, i64), np.empty(n, np.bool_), np.empty(n, i64), np.empty(n, i64),
                      np.empty(slots + 1, i64), np.empty(slots + 1, i64), np.empty(n, i64), np.empty(n + 3, i64),
-                     np.empty(n, i64), np.empty(n + 2, i64), np.empty(n, i64))
+                     np.empty(n, i64), np.empty(n + 2, i64), np.empty(n, i64), np.empty(n, i64))
 
 
 @njit(cache=True)
@@ -134,13 +137,16 @@ def _heap_pop(keys, nodes, size):
 
 @njit(cache=True)
 def shortest_distances(n, indptr, head, cost, room, pot, excess, dist, reached, queue, following, heap_keys,
-                       heap_nodes):
+                       heap_nodes, parent, first_only):
     """The nearest deficit's reduced distance D from the excesses (``NONE``: no deficit reachable); ``dist`` and
-    ``reached`` filled: every node within D reached, with its exact distance. Reduced costs
-    (``cost + pot[tail] - pot[head]`` on slots with room) must be >= 0."""
+    ``reached`` filled: every node within D reached, with its exact distance, and ``parent``: per reached node the
+    slot of a shortest path into it (-1 at an excess). With ``first_only`` it returns as soon as it settles a
+    deficit (``queue[0]`` then holds it): every node reached has its exact distance, every other one is at D or
+    beyond. Reduced costs (``cost + pot[tail] - pot[head]`` on slots with room) must be >= 0."""
     for v in range(n):
         dist[v] = NONE
         reached[v] = False
+        parent[v] = -1
     D = NONE
     size = 0
     first = last = 0  # the queue: nodes reached at distance ``at``
@@ -179,6 +185,9 @@ def shortest_distances(n, indptr, head, cost, room, pot, excess, dist, reached, 
         first += 1
         if D == NONE and excess[u] < 0:
             D = at
+            if first_only:
+                queue[0] = u
+                return D
         pu = pot[u]
         for e in range(indptr[u], indptr[u + 1]):
             if room[e] <= 0:
@@ -190,10 +199,12 @@ def shortest_distances(n, indptr, head, cost, room, pot, excess, dist, reached, 
             if r == 0:
                 reached[v] = True
                 dist[v] = at
+                parent[v] = e
                 queue[last] = v
                 last += 1
             elif at + r < dist[v]:
                 dist[v] = at + r
+                parent[v] = e
                 if r == 1:
                     following[ahead] = v
                     ahead += 1
@@ -210,6 +221,34 @@ def raise_potentials(n, pot, dist, reached, D):
         if pot[v] > top:
             top = pot[v]
     return top
+
+
+@njit(cache=True)
+def augment_path(head, room, mate, excess, parent, t):
+    """Send from deficit ``t`` back along its ``parent`` slots (``shortest_distances``) to the excess they start
+    at, as much as the path's rooms, that excess and t's deficit allow (after ``raise_potentials`` every slot of
+    the path is admissible); returns the units sent."""
+    units = -excess[t]
+    v = t
+    while parent[v] >= 0:
+        e = parent[v]
+        if room[e] < units:
+            units = room[e]
+        v = head[mate[e]]
+    if excess[v] < units:
+        units = excess[v]
+    if units <= 0:
+        return 0
+    source = v
+    v = t
+    while parent[v] >= 0:
+        e = parent[v]
+        room[e] -= units
+        room[mate[e]] += units
+        v = head[mate[e]]
+    excess[source] -= units
+    excess[t] += units
+    return units
 
 
 @njit(cache=True)

@@ -23,6 +23,15 @@ nearest node with a deficit, and sends a max flow from the excesses to the defic
 reduced cost 0. Reduced costs stay non-negative, so each phase augments along shortest paths and the final flow
 is optimal (its potentials are the certificate). No deficit reachable: no feasible flow.
 
+The long tail: on the leader networks a phase's max flow often sends one to four units (150 phases of 35-50 ms
+on one 1,000,000-replica network), and both of its passes walk nearly the whole network whatever it sends. After
+a max flow that sent fewer than ``TREE_BELOW`` units, the next ``TREE_RUN`` phases each send along one shortest
+path: the search stops at the first deficit it settles (every node left has distance >= D then, and is raised
+by D), and the unit goes back along the slots that gave each node its distance (admissible once raised). Such a
+phase costs 12-23 ms there against 73-103 ms; a max flow phase then measures again. Captured 1,000,000-replica
+leader networks: 6.35 -> 2.2 s (remove 10 brokers, after the fewest-bytes stage), 2.56 -> 1.7 s (add 20
+brokers, Kafka-placed), the others within 0.1 s (docs/performance.md, session 22).
+
 An infeasible network may show it only after many phases (20 s on one leader network where OR-Tools said so
 in 1 s), so ``solve_primal_dual`` checks feasibility once, with one max flow over every arc. Below
 ``CHECK_FORK_FROM_ARCS`` arcs (or on one core) that max flow runs here, before the first phase: it costs less
@@ -45,6 +54,8 @@ CHECK_AFTER = 3  # phases run before a forked feasibility check starts (module d
 CHECK_FORK_FROM_ARCS = 200_000  # networks this large check feasibility in a forked child, alongside the phases
 COST_LIMIT = 2 ** 52  # costs and distances from this on are refused: float64 (Dijkstra) sums would not be exact
 KERNEL_FROM_NODES = 100_000  # networks this large run the compiled phases (module doc)
+TREE_BELOW = 5  # a compiled max flow that sent fewer units than this is followed by single-path phases (module doc)
+TREE_RUN = 8  # single-path phases in a row before a max flow phase measures again
 
 
 class CostRangeError(ArithmeticError):
@@ -171,6 +182,8 @@ class _Residual:
         np.add.at(self.excess, heads[neg], flow[neg])
         self.pot = np.zeros(n, dtype=np.int64)
         self.kernel = None
+        self.last_sent = np.iinfo(np.int64).max  # units the last compiled max flow phase sent
+        self.tree_run = 0  # single-path phases since it
         if n >= KERNEL_FROM_NODES:
             from . import phase_kernel  # numba: imported for a large network, not with the package (module doc)
 
@@ -209,18 +222,26 @@ class _Residual:
         return True
 
     def _compiled_phase(self) -> int | None:
-        """A phase by ``flow/phase_kernel.py``: the units sent, None when no deficit can be reached."""
+        """A phase by ``flow/phase_kernel.py``: the units sent, None when no deficit can be reached. After a max
+        flow phase that sent fewer than ``TREE_BELOW`` units, up to ``TREE_RUN`` phases send along one shortest
+        path each, found by a search that stops at the nearest deficit (module doc)."""
         k, w = self.kernel, self.work
+        single = self.last_sent < TREE_BELOW and self.tree_run < TREE_RUN
+        self.tree_run = self.tree_run + 1 if single else 0
         D = k.shortest_distances(self.n, self.indptr, self.head, self.cost, self.room, self.pot, self.excess,
-                                 w.dist, w.reached, w.queue, w.following, w.heap_keys, w.heap_nodes)
+                                 w.dist, w.reached, w.queue, w.following, w.heap_keys, w.heap_nodes, w.parent, single)
         if D == k.NONE:
             return None
         if D >= COST_LIMIT:
             raise CostRangeError(f"shortest distance {D} reaches {COST_LIMIT}")
         if k.raise_potentials(self.n, self.pot, w.dist, w.reached, D) >= 2 * COST_LIMIT:
             raise CostRangeError(f"a potential reaches {2 * COST_LIMIT}")
-        return k.admissible_max_flow(self.n, self.indptr, self.head, self.cost, self.room, self.mate, self.pot,
-                                     self.excess, w.label, w.count, w.current, w.path, w.sources, w.queue)
+        if single:
+            return k.augment_path(self.head, self.room, self.mate, self.excess, w.parent, w.queue[0])
+        self.last_sent = k.admissible_max_flow(self.n, self.indptr, self.head, self.cost, self.room, self.mate,
+                                               self.pot, self.excess, w.label, w.count, w.current, w.path, w.sources,
+                                               w.queue)
+        return self.last_sent
 
     def _numpy_phase(self) -> int | None:
         """A phase by numpy passes over the live slots, scipy's Dijkstra and OR-Tools' max flow: the units sent,
