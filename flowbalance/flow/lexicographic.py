@@ -4,7 +4,7 @@ Why: the bytes objective wants the fewest moves, then the fewest bytes. One flow
 (W above any difference in ``second``) gives it too, but its costs reach 2^24-2^50, and OR-Tools' cost scaling
 then took 9.6 s (3 racks) and 12.9 s (grown over time) on the 1,000,000-replica pooled networks. Here the
 first cost is solved alone (0/1 costs: a few primal-dual phases), and the second only where the first leaves a
-choice: 1.9-4.1 s on the same networks (docs/performance.md, session 22).
+choice, on that part's contraction: 1.0-1.4 s on the same networks (docs/performance.md, session 22).
 
 The method, and why it is exact:
 
@@ -19,9 +19,10 @@ The method, and why it is exact:
    satisfies complementary slackness with p, so its first cost is least. The second cost's min-cost flow on the
    arcs inside the components (supplies: what the fixed arcs leave at each node) is therefore the answer.
 
-The second solve runs by compiled primal-dual when the components hold ``PRIMAL_DUAL_FROM_NODES`` nodes or more, at
-most ``MAX_PHASES`` phases (sizes as costs make one phase per distinct path length: 14-62 on the benchmark's
-large networks, thousands on small ones), else, or after that, by OR-Tools (0.00-0.10 s on the small ones).
+The second solve runs on the contraction of those arcs (``flow/contract.py``: at 1,000,000 replicas the
+keep-or-move choice of each partition folds into its cell, leaving about 1,000 nodes), by OR-Tools; by compiled
+primal-dual when ``PRIMAL_DUAL_FROM_NODES`` nodes or more remain, at most ``MAX_PHASES`` phases (sizes as costs
+make one phase per distinct path length), OR-Tools taking over after that.
 """
 from __future__ import annotations
 
