@@ -147,6 +147,42 @@ def test_counting_skips_solve_1_only_when_it_has_no_flow(case):
         assert try_min_cost(net) is None
 
 
+@settings(max_examples=200, deadline=None)
+@given(_clusters())
+def test_topic_raise_is_the_least_raise_per_topic(case):
+    """``_topic_raise`` (one max flow per bisection step over the topics still open) against networkx, topic by
+    topic: the least d >= 0 such that every partition of the topic whose candidates all lie in selected cells gets
+    a leader in one of them with every cell's ceiling raised by d."""
+    import networkx as nx
+
+    rows, topics, movable = case
+    state = _state(rows, topics)
+    pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
+    if not len(pb.cells):
+        return
+    got = leaders._topic_raise(pb)
+    outside = np.zeros(pb.Pm, dtype=bool)
+    outside[pb.rows[pb.cell < 0]] = True
+    cell_topic = pb.cells // pb.NL
+    for t in np.unique(cell_topic).tolist():
+        cand = [(int(r), int(c)) for r, c in zip(pb.rows, pb.cell) if c >= 0 and not outside[r]
+                and cell_topic[c] == t]
+        need = sorted({r for r, _ in cand})
+        d = 0
+        while True:
+            g = nx.DiGraph()
+            for r in need:
+                g.add_edge("s", ("r", r), capacity=1)
+            for r, c in cand:
+                g.add_edge(("r", r), ("c", c), capacity=1)
+            for c in np.flatnonzero(cell_topic == t).tolist():
+                g.add_edge(("c", c), "t", capacity=int(pb.cell_hi[c]) + d)
+            if not need or nx.maximum_flow_value(g, "s", "t") == len(need):
+                break
+            d += 1
+        assert got[t] == d, (t, got[t], d)
+
+
 def test_counting_skips_solve_1_when_a_topic_cannot_fit_its_cells():
     """Topic "a" has 4 partitions, all on brokers 0 and 1, whose ceilings for it are 1 each: no choice of
     leaders meets them, and counting says so without a solve."""

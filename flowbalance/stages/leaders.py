@@ -180,8 +180,10 @@ def _topic_raise(pb: _Problem) -> np.ndarray:
     """Per topic, the least d such that its partitions can all take a leader with every cell's ceiling raised by d
     (the topic alone, brokers unconstrained). Topics are independent there, so one max flow answers a trial d for
     every topic at once: the first trial is the counting bound (enough room in the topic's cells), usually the
-    answer; topics that it does not serve are bisected between it and their partition count (always enough).
-    A partition with a candidate outside the selected cells always has one (such a cell never binds): left out."""
+    answer; topics that it does not serve are bisected between it plus the rows it left without a leader over
+    the topic's cells (a unit more in each lets at most one more row in per cell) and it plus those rows (as many
+    more in every cell take them), the flows holding only the topics still open. A partition with a candidate outside the selected cells always has one (such a cell never binds):
+    left out."""
     T = int(pb.cells.max()) // pb.NL + 1
     inside = pb.cell >= 0
     free = np.zeros(pb.Pm, dtype=bool)
@@ -199,20 +201,41 @@ def _topic_raise(pb: _Problem) -> np.ndarray:
     lo = np.maximum(-(-(parts - room) // width), 0) - 1  # every d <= lo is too small (counting); -1: none known
     hi = np.maximum(parts, lo + 1)  # enough: every cell can take all of its topic's partitions
     trial = lo + 1
-    source, sink = n_p + n_c, n_p + n_c + 1
-    tails = np.concatenate([np.full(n_p, source), prow, n_p + np.arange(n_c)])
-    heads = np.concatenate([np.arange(n_p), n_p + cpos, np.full(n_c, sink)])
-    while n_p:
-        caps = np.concatenate([np.ones(n_p + len(rows), dtype=np.int64), pb.cell_hi + trial[cell_topic]])
-        flow, _ = solve_max_flow(n_p + n_c + 2, tails, heads, caps, source, sink)
-        short = np.zeros(T, dtype=bool)
-        short[row_topic[flow[:n_p] == 0]] = True
-        hi = np.where(short, hi, np.minimum(hi, trial))
-        lo = np.where(short, np.maximum(lo, trial), lo)
-        if (hi - lo <= 1).all():
-            break
-        trial = np.where(hi - lo > 1, (lo + hi) // 2, hi)
+    trying = np.ones(T, dtype=bool)  # every topic's first trial; then those still open (hi - lo > 1)
+    while n_p and trying.any():
+        r_ids, c_ids = np.flatnonzero(trying[row_topic]), np.flatnonzero(trying[cell_topic])
+        served = _rows_served(pb, n_p, prow, cpos, r_ids, c_ids, trial[cell_topic[c_ids]])
+        unserved = np.bincount(row_topic[r_ids[~served]], minlength=T)
+        short = unserved > 0
+        # k rows left without a leader: k more in every cell of the topic takes them (each into any of its cells),
+        # and each unit more lets at most one more row in per cell (a minimum cut's capacity grows by at most the
+        # topic's cells), so fewer than k / cells more is too few
+        hi = np.where(trying, np.minimum(hi, trial + unserved), hi)
+        lo = np.where(trying & short, np.maximum(lo, trial + -(-unserved // width) - 1), lo)
+        trying = hi - lo > 1
+        trial = np.where(trying, (lo + hi) // 2, hi)
     return hi
+
+
+def _rows_served(pb: _Problem, n_p: int, prow: np.ndarray, cpos: np.ndarray, r_ids: np.ndarray, c_ids: np.ndarray,
+                 raise_by: np.ndarray) -> np.ndarray:
+    """Per row of ``r_ids`` (of the ``n_p`` rows that can only lead in selected cells, those of the topics being
+    tried; ``prow``, ``cpos``: each candidate's row and cell), whether one max flow gives it a leader in a cell of
+    ``c_ids`` (those topics' cells) with ceilings raised by ``raise_by``. Topics are independent here, so the
+    network holds only the topics still being bisected (at 1,000,000 replicas the first trial settles most:
+    history after the fewest-bytes stage, 9 flows of 0.07-0.13 s on 990,000 arcs before)."""
+    row_new = np.full(n_p, -1, dtype=np.int64)
+    row_new[r_ids] = np.arange(len(r_ids))
+    cell_new = np.full(len(pb.cells), -1, dtype=np.int64)
+    cell_new[c_ids] = np.arange(len(c_ids))
+    arcs = np.flatnonzero(row_new[prow] >= 0)
+    m_p, m_c = len(r_ids), len(c_ids)
+    source, sink = m_p + m_c, m_p + m_c + 1
+    tails = np.concatenate([np.full(m_p, source), row_new[prow[arcs]], m_p + np.arange(m_c)])
+    heads = np.concatenate([np.arange(m_p), m_p + cell_new[cpos[arcs]], np.full(m_c, sink)])
+    caps = np.concatenate([np.ones(m_p + len(arcs), dtype=np.int64), pb.cell_hi[c_ids] + raise_by])
+    flow, _ = solve_max_flow(m_p + m_c + 2, tails, heads, caps, source, sink)
+    return flow[:m_p] > 0
 
 
 def _network(pb: _Problem, cand_cost: np.ndarray, *, soft_levels: list[int] | None = None,
