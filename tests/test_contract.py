@@ -58,7 +58,7 @@ def test_contracted_optimum_expands_to_an_optimum(g):
     assert (got is None) == (want is None)
     if got is None:
         return
-    flow = small.expand(got[0], len(tails), caps)
+    flow = small.expand(got[0])
     _check_flow(n, tails, heads, caps, supply, flow)
     assert int((flow * costs).sum()) == want[1]
 
@@ -81,6 +81,6 @@ def test_keep_or_move_choices_fold_to_the_other_nodes():
     small = contract(P + B + 2, tails, heads, caps, costs, supply)
     assert small.num_nodes == B + 2 and len(small.tails) <= B * 20 + 2 * B
     got = try_min_cost_arrays(small.num_nodes, small.tails, small.heads, small.caps, small.costs, small.supply)
-    flow = small.expand(got[0], len(tails), caps)
+    flow = small.expand(got[0])
     _check_flow(P + B + 2, tails, heads, caps, supply, flow)
     assert int((flow * costs).sum()) == try_min_cost_arrays(P + B + 2, tails, heads, caps, costs, supply)[1]

@@ -11,9 +11,9 @@ most s. Every flow sends f_i <= u_i along a_i and the rest, s - sum f_i, along b
 head(a_i) receives u_i less y_i, head(b) receives s - sum u_i plus sum y_i, and the cost is the constant
 sum c_i u_i + c_b (s - sum u_i) plus sum (c_b - c_i) y_i. So v goes, its supply moves to the heads (u_i to
 head(a_i), the rest to head(b)), and each a_i becomes an arc head(a_i) -> head(b) of capacity u_i and cost
-c_b - c_i carrying y_i (dropped when both heads are one node: y_i is then u_i where c_b < c_i, else 0; so is every arc from a node to
-itself, saturated when its cost is negative). Flows of the two networks map one to
-one, and their costs differ by the constant: optima map to optima.
+c_b - c_i carrying y_i (dropped when both heads are one node: y_i is then u_i where c_b < c_i, else 0; so is
+every arc from a node to itself, saturated when its cost is negative). Flows of the two networks map one to one,
+and their costs differ by the constant: optima map to optima.
 
 **Merging parallel arcs.** Arcs with the same tail, head and cost become one arc with their capacities summed;
 its flow is handed back to them in arc order, each filled before the next (any split costs the same).
@@ -41,12 +41,13 @@ class Contracted:
     _b_arcs: np.ndarray  # per folded node: its b arc
     _a_of_b: np.ndarray  # per folded node's a_i arc: its node's position in _b_arcs
     _loop_y: np.ndarray  # per arc dropped as a loop: its flow (an a_i arc: its y_i), its capacity if its cost < 0
+    _caps: np.ndarray  # per original arc: its capacity
 
-    def expand(self, flow: np.ndarray, num_arcs: int, caps: np.ndarray) -> np.ndarray:
-        """The original network's flow per arc from ``flow``, a flow of the small network (``caps``: the original
-        capacities)."""
+    def expand(self, flow: np.ndarray) -> np.ndarray:
+        """The original network's flow per arc from ``flow``, a flow of the small network."""
         merged = np.asarray(flow, dtype=np.int64)
-        out = np.zeros(num_arcs, dtype=np.int64)
+        caps = self._caps
+        out = np.zeros(len(caps), dtype=np.int64)
         has = self._source_of >= 0
         share = np.clip(merged[self._source_of[has]] - self._offset[has], 0, None)
         out[has] = np.minimum(share, caps[has])
@@ -133,4 +134,4 @@ def _merged(n, tails, heads, caps, costs, supply, live, b_rest, b_arcs, a_of_b, 
         raise ValueError("a node with supply has no arc")
     local = np.cumsum(touched) - 1
     return Contracted(int(touched.sum()), local[key_t[new]], local[key_h[new]], merged_caps, key_c[new],
-                      supply[touched], source_of, offsets, b_rest, b_arcs, a_of_b, loop_y)
+                      supply[touched], source_of, offsets, b_rest, b_arcs, a_of_b, loop_y, caps)

@@ -94,4 +94,4 @@ def _second_flow(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray,
         res = try_min_cost_arrays(*args)
     if res is None:
         raise RuntimeError("the free arcs have no flow")  # cannot happen: the first flow's is one
-    return small.expand(res[0], len(tails), caps)
+    return small.expand(res[0])

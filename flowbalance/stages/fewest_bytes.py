@@ -9,9 +9,9 @@ int64 range; otherwise the plan's bytes are within δ·M of the least possible, 
 proven lower bound (floor quanta never overstate a size).
 
 The pooled network (``stages/pooled.py``) reaches that optimum without W: a flow of the fewest moves first, then
-the least quantized bytes among the flows with that many (``flow/lexicographic.py``: exact, and 2.5-4.5x faster at
-1,000,000 replicas, where W's costs of 2^24 made cost scaling slow). The keep network, when the pooled units
-cannot be realized, still uses W + s'_p.
+the least quantized bytes among the flows with that many (``flow/lexicographic.py``: exact; at 1,000,000 replicas
+1.0-1.4 s where one cost-scaling solve with W's costs of 2^24 and up took 9.6-12.9 s). The keep network, when the
+pooled units cannot be realized, still uses W + s'_p.
 """
 from __future__ import annotations
 
