@@ -115,7 +115,7 @@ def _check_counting_skip(state: ClusterState, movable: np.ndarray) -> None:
     pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
     if not len(pb.cells):
         return
-    raised = pb.cell_hi + leaders._topic_raise(pb)[pb.cells // pb.NL]
+    raised = pb.cell_hi + leaders._topic_raise(pb, leaders._CellBound.of(pb))[pb.cells // pb.NL]
     available = np.bincount(pb.cell[pb.cell >= 0], minlength=len(pb.cells))
     if leaders._brokers_can_fill(pb, np.minimum(raised, available)):
         return
@@ -142,7 +142,7 @@ def test_counting_skips_solve_1_only_when_it_has_no_flow(case):
     rows, topics, movable = case
     state = _state(rows, topics)
     pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
-    if leaders._counted_out(pb):
+    if leaders._counted_out(pb, leaders._CellBound.of(pb) if len(pb.cells) else None):
         net, _ = leaders._network(pb, pb.cost)
         assert try_min_cost(net) is None
 
@@ -160,7 +160,7 @@ def test_topic_raise_is_the_least_raise_per_topic(case):
     pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
     if not len(pb.cells):
         return
-    got = leaders._topic_raise(pb)
+    got = leaders._topic_raise(pb, leaders._CellBound.of(pb))
     outside = np.zeros(pb.Pm, dtype=bool)
     outside[pb.rows[pb.cell < 0]] = True
     cell_topic = pb.cells // pb.NL
@@ -191,7 +191,7 @@ def test_counting_skips_solve_1_when_a_topic_cannot_fit_its_cells():
     state = _state(rows, topics)
     movable = np.ones(8, dtype=bool)
     pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
-    assert leaders._counted_out(pb)
+    assert leaders._counted_out(pb, leaders._CellBound.of(pb) if len(pb.cells) else None)
     net, _ = leaders._network(pb, pb.cost)
     assert try_min_cost(net) is None
 

@@ -117,13 +117,14 @@ def _problem(state: ClusterState, si: StageInput, movable: np.ndarray, current_l
 
 def _choose(pb: _Problem) -> np.ndarray:
     """The flow on each candidate: the first feasible of the module doc's solves."""
-    if not _counted_out(pb):
+    bound = _CellBound.of(pb) if len(pb.cells) else None
+    if not _counted_out(pb, bound):
         net, cand = _network(pb, pb.cost)
         res = try_min_cost(net)
         if res is not None:
             return res[0][cand]
-    if len(pb.cells):
-        raised = pb.cell_hi + _topic_raise(pb)[pb.cells // pb.NL]
+    if bound is not None:
+        raised = pb.cell_hi + _topic_raise(pb, bound)[pb.cells // pb.NL]
         available = np.bincount(pb.cell[pb.cell >= 0], minlength=len(pb.cells))
         floors = (np.minimum(pb.cell_lo, available), np.zeros_like(pb.cell_lo))
         for floor in floors if _brokers_can_fill(pb, np.minimum(raised, available)) else ():
@@ -146,16 +147,16 @@ def try_min_cost(net: Network) -> tuple[np.ndarray, int] | None:
     return solve_primal_dual(net.num_nodes, tails, heads, caps, costs, net.supplies())
 
 
-def _counted_out(pb: _Problem) -> bool:
+def _counted_out(pb: _Problem, bound: _CellBound | None) -> bool:
     """Whether counting alone shows that solve (1) has no flow: a topic has more partitions that can only lead in
     its selected cells than those cells' ceilings sum to, a cell has fewer candidates than its floor, or a broker
-    cannot reach its floor (``_brokers_can_fill``). The solve would say so too, in 1.5 s at 1,000,000 replicas."""
-    if not len(pb.cells):
+    cannot reach its floor (``_brokers_can_fill``). The solve would say so too, in 1.5 s at 1,000,000 replicas.
+    ``bound``: ``_CellBound.of(pb)``, None when no cell is selected."""
+    if bound is None:
         return False
     available = np.bincount(pb.cell[pb.cell >= 0], minlength=len(pb.cells))
     if (available < pb.cell_lo).any() or not _brokers_can_fill(pb, np.minimum(pb.cell_hi, available)):
         return True
-    bound = _CellBound.of(pb)
     return bool((bound.parts > bound.room).any())
 
 
@@ -197,15 +198,14 @@ def _brokers_can_fill(pb: _Problem, cell_room: np.ndarray) -> bool:
     return bool((room >= pb.lo).all())
 
 
-def _topic_raise(pb: _Problem) -> np.ndarray:
+def _topic_raise(pb: _Problem, cb: _CellBound) -> np.ndarray:
     """Per topic, the least d such that its partitions can all take a leader with every cell's ceiling raised by d
     (the topic alone, brokers unconstrained). Topics are independent there, so one max flow answers a trial d for
     every topic at once: the first trial is the counting bound (enough room in the topic's cells), usually the
     answer; topics that it does not serve are bisected between it plus the rows it left without a leader over
     the topic's cells (a unit more in each lets at most one more row in per cell) and it plus those rows (as many
     more in every cell take them), the flows holding only the topics still open (``_CellBound``: the partitions
-    counted)."""
-    cb = _CellBound.of(pb)
+    counted, ``_CellBound.of(pb)``)."""
     T, cell_topic, prow, cpos, row_topic, parts, room = (cb.T, cb.cell_topic, cb.prow, cb.cpos, cb.row_topic,
                                                          cb.parts, cb.room)
     n_p = len(row_topic)
