@@ -283,6 +283,10 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
     su_start = np.cumsum(su_len) - su_len
     pos = np.cumsum(gdem) - gdem - su_start[gp]  # first unit of each group, counted within its pool
     held = np.where(sub >= 0, lpos[np.maximum(sub, 0)], -1)  # live positions each partition holds now
+    if U > _HINT_UNITS and not bonus:
+        got = _diagonal(ginv, gdem, held[g_p], su_start, su_len, s_b[su], gp)
+        if got is not None:
+            return got, 1
     full = int(n_slots.sum())
     width = int(su_len.max()) if len(su_len) else 0
     window = width if full <= _REALIZE_ARCS else 16
@@ -328,6 +332,27 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
         if window >= width:
             return None, rounds
         window = min(width, window * 4)
+
+
+def _diagonal(ginv: np.ndarray, gdem: np.ndarray, held_g: np.ndarray, su_start: np.ndarray, su_len: np.ndarray,
+              su_b: np.ndarray, gp: np.ndarray) -> np.ndarray | None:
+    """``realize`` without costs by ``flow/diagonal.py``: the k-th unit of a pool (groups in order) starts on the
+    pool's k-th slot unit (brokers spread evenly, ``su_b``), conflicts repaired by exchanges. The broker per unit
+    (each group's brokers ascending over its units in input order), or None when the repair does not finish or
+    a pool's units and slots differ in number."""
+    units_in_pool = np.bincount(gp, weights=gdem, minlength=len(su_len)).astype(np.int64)
+    if not np.array_equal(units_in_pool, su_len):
+        return None
+    from ..flow.diagonal import diagonal_matching  # numba: imported for a large realization only
+
+    group_start = np.concatenate([[0], np.cumsum(gdem)])
+    unit_grp = np.repeat(np.arange(len(gdem)), gdem)
+    got = diagonal_matching(unit_grp, group_start, held_g, np.concatenate([su_start, [len(su_b)]]), su_b)
+    if got is None:
+        return None
+    out = np.empty(len(got), dtype=np.int64)
+    out[np.argsort(ginv, kind="stable")] = got[np.lexsort((got, unit_grp))]
+    return out
 
 
 def _window(w: np.ndarray, gp: np.ndarray, pos: np.ndarray, su: np.ndarray, su_start: np.ndarray,
