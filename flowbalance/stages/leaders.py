@@ -8,8 +8,9 @@ and then changes the fewest leaders. No replica moves: only the order changes.
 Solves, cheapest first; each later one runs only when the ones before it have no feasible flow:
 
 1. **hard**: every broker and every (topic, broker) interval met, the fewest changes (costs 0/1: fast). Skipped
-   when counting shows it has no flow (``_counted_out``: after the fewest-bytes stage, and on clusters grown over
-   time, topics often have more partitions than their cells' ceilings allow);
+   when counting shows it has no flow, or when some topic alone cannot give its partitions leaders within its
+   ceilings (``_counted_out``, with (2)'s raise: after the fewest-bytes stage, and on clusters grown over time,
+   topics often have more partitions than their cells' ceilings allow);
 2. **each topic as even as it can be**: topics laid out on fewer brokers than they have partitions (clusters
    grown over time) cannot meet ±1. Per topic, the least raise d_t of its ceilings that lets the topic alone give
    every partition a leader (one max flow per raise, all topics at once: they are independent there); then (1)
@@ -118,13 +119,14 @@ def _problem(state: ClusterState, si: StageInput, movable: np.ndarray, current_l
 def _choose(pb: _Problem) -> np.ndarray:
     """The flow on each candidate: the first feasible of the module doc's solves."""
     bound = _CellBound.of(pb) if len(pb.cells) else None
-    if not _counted_out(pb, bound):
+    topic_raise = None if bound is None else _topic_raise(pb, bound)
+    if not _counted_out(pb, bound, topic_raise):
         net, cand = _network(pb, pb.cost)
         res = try_min_cost(net)
         if res is not None:
             return res[0][cand]
     if bound is not None:
-        raised = pb.cell_hi + _topic_raise(pb, bound)[pb.cells // pb.NL]
+        raised = pb.cell_hi + topic_raise[pb.cells // pb.NL]
         available = np.bincount(pb.cell[pb.cell >= 0], minlength=len(pb.cells))
         floors = (np.minimum(pb.cell_lo, available), np.zeros_like(pb.cell_lo))
         for floor in floors if _brokers_can_fill(pb, np.minimum(raised, available)) else ():
@@ -147,17 +149,21 @@ def try_min_cost(net: Network) -> tuple[np.ndarray, int] | None:
     return solve_primal_dual(net.num_nodes, tails, heads, caps, costs, net.supplies())
 
 
-def _counted_out(pb: _Problem, bound: _CellBound | None) -> bool:
+def _counted_out(pb: _Problem, bound: _CellBound | None, topic_raise: np.ndarray | None = None) -> bool:
     """Whether counting alone shows that solve (1) has no flow: a topic has more partitions that can only lead in
     its selected cells than those cells' ceilings sum to, a cell has fewer candidates than its floor, or a broker
-    cannot reach its floor (``_brokers_can_fill``). The solve would say so too, in 1.5 s at 1,000,000 replicas.
-    ``bound``: ``_CellBound.of(pb)``, None when no cell is selected."""
+    cannot reach its floor (``_brokers_can_fill``); or a topic needs its ceilings raised (``topic_raise``,
+    ``_topic_raise(pb, bound)``) to give those partitions a leader even alone, brokers unconstrained. The solve
+    would say so too, in 1.5 s at 1,000,000 replicas. ``bound``: ``_CellBound.of(pb)``, None when no cell is
+    selected."""
     if bound is None:
         return False
     available = np.bincount(pb.cell[pb.cell >= 0], minlength=len(pb.cells))
     if (available < pb.cell_lo).any() or not _brokers_can_fill(pb, np.minimum(pb.cell_hi, available)):
         return True
-    return bool((bound.parts > bound.room).any())
+    if (bound.parts > bound.room).any():
+        return True
+    return topic_raise is not None and bool(topic_raise.any())
 
 
 @dataclass(frozen=True)
