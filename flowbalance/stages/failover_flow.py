@@ -437,14 +437,14 @@ def _cut_below(arcs: "_Arcs", rooms: list, gone: int) -> bool:
     and every other arc into the sink (a leader whose pairs have less room than the rows it lost, say), so no
     flow re-places them all. A proof, so the answer is the maximum flow's: on 1000 racked brokers the failing
     probe's flow (1-2.4 s) is not needed. Only cells and leaders have arcs into the sink, and only the arcs
-    ``arcs.ends`` (capacities ``rooms``) lead into them, so those arcs decide."""
-    tails, heads = arcs.end_arcs
+    ``arcs.ends`` (capacities ``rooms``) lead into them, so those arcs decide (``arcs.cut_arcs``: only the arcs
+    into cells, leaders and the sink are read)."""
+    into_sink, into_node, tail_pos, head_pos, width = arcs.cut_arcs
     cap = np.maximum(np.concatenate([np.asarray(r, dtype=np.int64) for r in rooms]), 0)
-    n, sink = arcs.nodes, arcs.nodes - 1
-    into = heads == sink
-    need = np.bincount(tails[into], weights=cap[into], minlength=n)
-    have = np.bincount(heads, weights=cap, minlength=n)
-    cut = float(cap[into].sum()) - need + have
+    sink_cap = cap[into_sink]
+    need = np.bincount(tail_pos, weights=sink_cap, minlength=width)
+    have = np.bincount(head_pos, weights=cap[into_node], minlength=width)
+    cut = float(sink_cap.sum()) - need + have
     return bool((cut[need > 0] < gone).any())
 
 
@@ -491,6 +491,18 @@ class _Arcs:
     def end_arcs(self) -> tuple[np.ndarray, np.ndarray]:
         """The tails and heads of ``ends``, concatenated (``_cut_below``, every probe)."""
         return tuple(np.concatenate([e[i] for e in self.ends]) for i in (0, 1))
+
+    @cached_property
+    def cut_arcs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """For ``_cut_below``, among ``end_arcs``: the arcs into the sink and their tails, the arcs into a cell or
+        a leader and their heads (as positions from the first cell: cells, then leaders), and those nodes'
+        count."""
+        tails, heads = self.end_arcs
+        base, sink = self.rows + self.lay.Q, self.nodes - 1
+        width = sink - 1 - base
+        into_sink = np.flatnonzero(heads == sink)
+        into_node = np.flatnonzero((heads >= base) & (heads < base + width))
+        return into_sink, into_node, tails[into_sink] - base, heads[into_node] - base, width
 
     @cached_property
     def single(self) -> np.ndarray:
