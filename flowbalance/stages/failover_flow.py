@@ -121,21 +121,21 @@ def by_thresholds(prob: FailoverProblem, choice: np.ndarray, floor: int, probes:
     step = 1 if prob.D == 1 else max(prob.D // 8, 1)
     worst = int(spreads(prob, choice).max())
     hi = max(-(-(worst - floor) // step), 0)  # grid points floor + k * step; the last is the current worst
-    row_min = _row_min(prob, choice)
+    held = _Held(prob, arcs.lay, choice)  # every probe starts from ``choice``
 
     def top(k: int) -> np.ndarray:
-        return row_min + min(floor + k * step, worst)
+        return held.rmin + min(floor + k * step, worst)
 
     fork = len(prob.opt_row) >= FORK_FROM_OPTIONS and can_fork()
     group = _merge_groups(prob, arcs, choice)
     if group is not None:
-        met, _ = _bisect(0, hi, probes, lambda k: _merged_feasible(prob, arcs, group, choice, top(k)), fork)
+        met, _ = _bisect(0, hi, probes, lambda k: _merged_feasible(prob, arcs, group, choice, top(k), held), fork)
         if met is None:
             return choice
-        found = _threshold(prob, arcs, choice, top(met))
+        found = _threshold(prob, arcs, choice, top(met), held)
         if found is not None:
             return found  # else (never seen) the bisection with every probe's flow below
-    met, found = _bisect(0, hi, probes, lambda k: _threshold(prob, arcs, choice, top(k)), fork)
+    met, found = _bisect(0, hi, probes, lambda k: _threshold(prob, arcs, choice, top(k), held), fork)
     return choice if met is None else found
 
 
@@ -184,14 +184,14 @@ def _merge_groups(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray) -> n
 
 
 def _merged_feasible(prob: FailoverProblem, arcs: "_Arcs", group: np.ndarray, choice: np.ndarray,
-                     top: np.ndarray) -> bool:
+                     top: np.ndarray, held: "_Held | None" = None) -> bool:
     """Whether ``_threshold`` finds a choice for ``top`` (no topic cells): the caps allow it and the maximum
     flow re-places every leaving row. Its value is computed on the same network with interchangeable rows
     merged: rows of one group that stay on the same pair node (or that all leave) have the same arcs, so one
     node with their count on each arc carries as much (a flow of the merged node splits into one unit per row,
     each row's arcs taking at most one)."""
     lay = arcs.lay
-    caps = _caps(prob, lay, choice, top)
+    caps = _caps(prob, lay, choice, top, held)
     if caps is None:
         return False
     out = caps.out
@@ -241,13 +241,16 @@ def _row_min(prob: FailoverProblem, choice: np.ndarray) -> np.ndarray:
     return row_extremes(prob, values(prob, *loads(prob, choice)))[1]
 
 
-def _threshold(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, top: np.ndarray) -> np.ndarray | None:
+def _threshold(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, top: np.ndarray,
+               held: "_Held | None" = None) -> np.ndarray | None:
     """A choice with every row's cells within [its minimum now, ``top`` of the row], the same leader counts (and
-    topic cells within their intervals), or None when the flow finds none."""
+    topic cells within their intervals), or None when the flow finds none. ``held``: ``_Held`` of ``choice``
+    when the caller has it."""
     lay = arcs.lay
     shared = np.zeros(len(lay.pair_l), dtype=bool)  # pairs a flow took above their cap through several topics
     for _ in range(TOPIC_ROUNDS if lay.C else 1):
-        caps = _caps(prob, lay, choice, top)
+        caps = _caps(prob, lay, choice, top, held)
+        held = None  # the next round's choice is another
         if caps is None:
             return None
         if not caps.out.any():
@@ -263,27 +266,43 @@ def _threshold(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, top: np
     return choice if not shared.any() or _caps(prob, lay, choice, top).out.sum() == 0 else None
 
 
-def _caps(prob: FailoverProblem, lay: Layout, choice: np.ndarray, top: np.ndarray) -> _Caps | None:
-    """The pairs' caps for the rows' targets (None when a cell no option can change is already above it)."""
-    N, D = prob.N, prob.D
-    L, M = loads(prob, choice)
-    V = values(prob, L, M)
-    rmin = row_extremes(prob, V)[1]
-    changeable = np.zeros(N * N, dtype=bool)
-    changeable[lay.pair_l * N + lay.pair_f] = True
-    if (prob.valid & ~changeable.reshape(N, N) & (V > top[:, None])).any():
+def _caps(prob: FailoverProblem, lay: Layout, choice: np.ndarray, top: np.ndarray,
+          held: "_Held | None" = None) -> _Caps | None:
+    """The pairs' caps for the rows' targets (None when a cell no option can change is already above it).
+    ``held``: ``_Held(prob, lay, choice)`` when the caller has it (a bisection asks for many targets of one
+    choice)."""
+    h = _Held(prob, lay, choice) if held is None else held
+    D = prob.D
+    if (h.fixed_cells & (h.V > top[:, None])).any():
         return None
     pl, pf = lay.pair_l, lay.pair_f
-    fixed = L[pf] + prob.fixed_M[pl, pf]
-    upper = (top[pl] + prob.R[pl, pf]) // D - fixed
-    lower = np.maximum(-((-(rmin[pl] + prob.R[pl, pf])) // D) - fixed, 0)
+    upper = (top[pl] + prob.R[pl, pf]) // D - h.fixed
+    lower = np.maximum(-((-(h.rmin[pl] + prob.R[pl, pf])) // D) - h.fixed, 0)
     if (upper < 0).any() or (lower > upper).any():
         return None
-    cur = lay.opt_pair[choice]
-    order = np.lexsort((np.arange(prob.F), cur))
     out = np.zeros(prob.F, dtype=bool)
-    out[order] = rank(cur[order]) >= upper[cur[order]]
+    out[h.order] = h.rank >= upper[h.cur_sorted]
     return _Caps(upper, lower, out)
+
+
+class _Held:
+    """What ``_caps`` needs of a choice whatever the target: the cells' values and each row's minimum, the
+    cells no option can change, each pair's fixed part, and the rows in pair order with their rank in their
+    pair (the last ones leave first)."""
+
+    def __init__(self, prob: FailoverProblem, lay: Layout, choice: np.ndarray):
+        N = prob.N
+        L, M = loads(prob, choice)
+        self.V = values(prob, L, M)
+        self.rmin = row_extremes(prob, self.V)[1]
+        changeable = np.zeros(N * N, dtype=bool)
+        changeable[lay.pair_l * N + lay.pair_f] = True
+        self.fixed_cells = prob.valid & ~changeable.reshape(N, N)
+        self.fixed = L[lay.pair_f] + prob.fixed_M[lay.pair_l, lay.pair_f]
+        cur = lay.opt_pair[choice]
+        self.order = np.lexsort((np.arange(prob.F), cur))
+        self.cur_sorted = cur[self.order]
+        self.rank = rank(self.cur_sorted)
 
 
 def _split_room(arcs: "_Arcs", choice: np.ndarray, caps: _Caps, alloc: np.ndarray, over: np.ndarray) -> np.ndarray:
