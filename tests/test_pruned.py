@@ -54,6 +54,57 @@ def test_pruned_solve_equals_the_whole_solve(seed, nodes, arcs, share, negative)
     assert np.array_equal(balance.astype(np.int64), net.supplies())
 
 
+class _Hidden:
+    """``solve_pruned``'s ``more``: arcs the caller has not built, handed over when their reduced cost is below 0
+    (all that are left when asked with None), each once."""
+
+    def __init__(self, arcs: tuple):
+        self.arcs, self.left = arcs, np.ones(len(arcs[0]), dtype=bool)
+
+    def __call__(self, d):
+        t, h, c, w = self.arcs
+        at = np.flatnonzero(self.left)
+        if d is not None:
+            at = at[w[at] + d[t[at]] - d[h[at]] < 0]
+        if not len(at):
+            return None
+        self.left[at] = False
+        self.order = np.concatenate([getattr(self, "order", np.zeros(0, np.int64)), at])
+        return t[at], h[at], c[at], w[at]
+
+
+@SETTINGS
+@given(st.integers(0, 100_000), st.integers(3, 12), st.integers(2, 60), st.floats(0, 1), st.floats(0, 1))
+def test_pruned_solve_with_arcs_priced_unbuilt_equals_the_whole_solve(seed, nodes, arcs, share, hidden):
+    """Arcs the caller prices without building them (``more``) count as the network's: the same optimal cost as
+    the whole network's, with the arcs handed over carrying the flow after the built ones."""
+    net = _random_network(seed, nodes, arcs, False)
+    rng = np.random.default_rng(seed + 2)
+    tails, heads, caps, costs = net.arrays()
+    out = rng.random(net.num_arcs) < hidden
+    whole = try_min_cost(net)
+    built = Network()
+    built.nodes(net.num_nodes)
+    built.add(tails[~out], heads[~out], caps[~out], costs[~out])
+    built.set_supply(net.supplies())
+    more = _Hidden((tails[out], heads[out], caps[out], costs[out]))
+    got = solve_pruned(built, rng.random(int((~out).sum())) < share, more=more)
+    assert (got is None) == (whole is None)
+    if got is None:
+        return
+    flows, cost, _ = got
+    extra = flows[int((~out).sum()):]
+    order = getattr(more, "order", np.zeros(0, np.int64))
+    assert len(extra) == len(order)
+    t = np.concatenate([tails[~out], tails[out][order]])
+    h = np.concatenate([heads[~out], heads[out][order]])
+    w = np.concatenate([costs[~out], costs[out][order]])
+    assert cost == whole[1] == int((flows * w).sum())
+    balance = np.bincount(t, weights=flows, minlength=net.num_nodes) - np.bincount(h, weights=flows,
+                                                                                  minlength=net.num_nodes)
+    assert np.array_equal(balance.astype(np.int64), net.supplies())
+
+
 @SETTINGS
 @given(st.integers(0, 100_000), st.integers(1, 6), st.integers(1, 80))
 def test_cheapest_keeps_the_low_levels_whole_and_nothing_above(seed, groups, n):

@@ -225,13 +225,14 @@ def _split(state: ClusterState, target_rf: np.ndarray, movable: np.ndarray, *, p
 @SETTINGS
 @given(st.integers(3, 9), st.integers(0, 3), st.integers(1, 7), st.integers(0, 10_000),
        st.sampled_from(["none", "remove", "rf"]), st.sampled_from(["moves first", "strict", "none"]),
-       st.booleans())
-def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed, change, mode, pruned):
+       st.booleans(), st.booleans())
+def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed, change, mode, pruned, lazy):
     """The split network (no partition nodes) against the pooled network on the same targets: where it applies
     and realizes, its plan is valid and as good at every level the mode ranks: moves, then the graded per-topic
     excess (fewest moves first) or the per-topic units outside their intervals, then moves (strict). With
     ``pruned``, the split network is solved from its cheapest arcs and proven by potentials (``flow.pruned``), as
-    on large clusters."""
+    on large clusters; with ``lazy``, the arrival arcs of cells that hold none of their topic are built only when
+    picked or priced below 0 (``split._LazyArcs``), as from 4,000,000 cells."""
     from unittest import mock
 
     import flowbalance.stages.split as split_mod
@@ -239,7 +240,9 @@ def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed,
     state, target_rf, movable = _random_change(n, racks, topics, seed, change, (1, 8))
     kw = dict(per_topic=mode != "none", topics_after_moves=mode == "moves first")
     with mock.patch.object(split_mod, "PRUNE_FROM_ARCS", 0 if pruned else split_mod.PRUNE_FROM_ARCS), \
-            mock.patch.object(split_mod, "PRUNE_SLACK", 0 if pruned else split_mod.PRUNE_SLACK):
+            mock.patch.object(split_mod, "PRUNE_SLACK", 0 if pruned else split_mod.PRUNE_SLACK), \
+            mock.patch.object(split_mod, "LAZY_FROM_CELLS", 0 if lazy else split_mod.LAZY_FROM_CELLS), \
+            mock.patch.object(split_mod, "LAZY_SHARE", 0 if lazy else split_mod.LAZY_SHARE):
         split = _split(state, target_rf, movable, **kw)
     pooled = balance_pooled(state, target_rf, movable, **kw)
     if split is None or pooled.replicas is None:

@@ -12,6 +12,8 @@ the whole network's either way (the flow may differ where optima tie).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .mincost import _solve
@@ -19,7 +21,8 @@ from .network import Network
 from .primal_dual import CostRangeError, primal_dual
 
 
-def solve_pruned(net: Network, keep: np.ndarray, *, rounds: int = 6, arrays: tuple | None = None
+def solve_pruned(net: Network, keep: np.ndarray, *, rounds: int = 6, arrays: tuple | None = None,
+                 more: Callable[[np.ndarray | None], tuple | None] | None = None
                  ) -> tuple[np.ndarray, int, int] | None:
     """(flow per arc in insertion order, optimal cost, pruned solves run: 0 when the whole network was solved),
     or None when no flow meets the supplies. ``keep``: the arcs of the first pruned solve (bool per arc).
@@ -28,7 +31,12 @@ def solve_pruned(net: Network, keep: np.ndarray, *, rounds: int = 6, arrays: tup
     cost above every path (``_bypass``) and hands it to any demand: it is always feasible, and a flow through Z
     makes the left-out arcs that avoid it cheaper by reduced cost, so they join. An optimum that still uses Z
     has no proof either way: the whole network is solved. ``arrays``: ``net.arrays()`` when the caller already
-    has them (concatenating millions of arcs twice is not free)."""
+    has them (concatenating millions of arcs twice is not free).
+
+    ``more``: arcs of the network not in ``arrays`` (the caller prices them without building them): given the
+    potentials, the arcs of those with a negative reduced cost (tails, heads, caps, costs), None when there are
+    none; given None, all of them (for the whole network's solve). Arcs it hands over join the pruned network
+    and come after ``arrays``' in the flow returned."""
     tails, heads, caps, costs = arrays if arrays is not None else net.arrays()
     supply = net.supplies()
     n = net.num_nodes
@@ -47,6 +55,11 @@ def solve_pruned(net: Network, keep: np.ndarray, *, rounds: int = 6, arrays: tup
         d = res[2]
         out = np.flatnonzero(~keep)
         bad = out[costs[out] + d[tails[out]] - d[heads[out]] < 0]
+        extra = more(d) if more is not None and len(bad) == 0 else None
+        if extra is not None:
+            tails, heads, caps, costs = (np.concatenate([a, b]) for a, b in zip((tails, heads, caps, costs), extra))
+            keep = np.concatenate([keep, np.ones(len(extra[0]), dtype=bool)])
+            continue
         if len(bad) == 0:
             if res[0][len(sel):].any():
                 break
@@ -54,6 +67,9 @@ def solve_pruned(net: Network, keep: np.ndarray, *, rounds: int = 6, arrays: tup
             flows[sel] = res[0][: len(sel)]
             return flows, res[1], attempt
         keep[bad] = True
+    extra = more(None) if more is not None else None
+    if extra is not None:
+        tails, heads, caps, costs = (np.concatenate([a, b]) for a, b in zip((tails, heads, caps, costs), extra))
     res = _solve(tails, heads, caps, costs, supply, n)
     return None if res is None else (res[0], res[1], 0)
 

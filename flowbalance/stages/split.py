@@ -19,6 +19,17 @@ At 1,000,000 replicas the network still has about 3,000,000 arcs (a release and 
 (topic, broker)), of which an optimum uses a few hundred thousand: it is solved from each node's cheapest arcs
 and proven optimal for all of them by node potentials (``flow.pruned``), 3-4x faster.
 
+Most of those arcs are arrivals into cells that hold none of their topic: T x N cells grow faster than the
+replicas (19,000,000 of 25,000,000 arcs at 3,000,000 replicas on 3,000 brokers). From ``LAZY_FROM_CELLS``
+cells, when such cells are at least ``LAZY_SHARE`` of the receiving ones, their arcs are not built (``_Lazy``):
+a cell's first piece joins the first pruned solve when the cheapest-arc choice picks it, and a cell's pieces
+left are built when its next piece (the cheapest left: the marginal costs only rise) has a negative reduced
+cost under the solve's potentials, so the proof covers them all (``_LazyArcs``).
+Stage 1 at 3,000,000 replicas (9,000,000 cells): 11.6-12.8 -> 7.4-8.0 s, 25,300,000 -> 7,460,000 arcs built.
+At 1,000,000 replicas (1,000,000 cells) it did not pay: 3,200,000 -> 2,060,000 arcs built, but the first pruned
+solve, offered only the empty cells' first pieces, then needed another round on the history case (1.5 -> 2.2 s)
+and gained nothing elsewhere; hence the threshold (docs/performance.md, session 23).
+
 ``realize`` then chooses which replicas leave each cell (in row order) and hands every unit
 to a broker of its pool exactly as for the pooled network; when that fails, the caller solves the pooled network.
 """
@@ -42,6 +53,8 @@ _NEG_INF = np.iinfo(np.int64).min // 4
 PRUNE_FROM_ARCS = 200_000  # networks this large are solved pruned first
 SEGMENT_BLOCK = 1 << 18  # cells cut into pieces at a time (``_segments``)
 PRUNE_SLACK = 32  # units of release / arrival arcs kept per node beyond its need in the first pruned solve
+LAZY_FROM_CELLS = 4_000_000  # from this many (topic, broker) cells, empty ones' arrival arcs are built on demand
+LAZY_SHARE = 0.5  # ... when they are at least this share of the receiving cells (else all are built at once)
 
 
 def balance_split(state: ClusterState, tg: StageTargets, *, prefer: dict[int, int] | None = None,
@@ -63,7 +76,7 @@ def balance_split(state: ClusterState, tg: StageTargets, *, prefer: dict[int, in
     m_star = _count_bound(tg)
     for hard, restrict in ((True, True),) * moves_first + ((True, False), (False, False)):
         net, arcs, need = _build(tg, deficit, lexicographic, unit_cost, hard, restrict)
-        res = _solve(net, arcs, need)
+        res = _solve(net, arcs, need, tg, lexicographic)
         if res is None:
             continue
         if restrict and int(res[0][arcs.release].sum()) + int(deficit.sum()) != m_star:
@@ -75,14 +88,18 @@ def balance_split(state: ClusterState, tg: StageTargets, *, prefer: dict[int, in
     rel_cell = np.bincount(arcs.release_cell, weights=flows[arcs.release], minlength=tg.si.NL * tg.Tm)
     arrive = np.bincount(arcs.arrive_slot, weights=flows[arcs.arrive], minlength=tg.si.NL * tg.Tm * tg.K)
     return _realize(state, tg, deficit, rel_cell.astype(np.int64), arrive.astype(np.int64), prefer,
-                    net.num_arcs, net.num_nodes)
+                    len(flows), net.num_nodes)
 
 
-def _solve(net: Network, arcs: "_Arcs", need: np.ndarray) -> tuple[np.ndarray, int] | None:
+def _solve(net: Network, arcs: "_Arcs", need: np.ndarray, tg: StageTargets, lexicographic: bool
+           ) -> tuple[np.ndarray, int] | None:
     """The network's min-cost flow: on large networks from the cheapest release and arrival arcs of every node
     first (enough for ``need[node]`` units more than ``PRUNE_SLACK``; ``flow.pruned``: proven optimal for every
-    arc), else in one solve."""
+    arc, the lazy cells' too, priced by their first piece), else in one solve (lazy cells built first)."""
     if net.num_arcs < PRUNE_FROM_ARCS:
+        if arcs.lazy is not None:
+            built = _LazyArcs(tg, arcs, lexicographic, net.num_arcs).build(np.arange(len(arcs.lazy.cell)), True)
+            net.add(*built)
         return try_min_cost(net)
     tails, heads, caps, costs = net.arrays()
     keep = np.ones(net.num_arcs, dtype=bool)
@@ -93,9 +110,21 @@ def _solve(net: Network, arcs: "_Arcs", need: np.ndarray) -> tuple[np.ndarray, i
     # a pool passes on what it may receive: its arrival arcs must carry that too
     kept = arcs.release[keep[r]]
     quota = quota + np.bincount(heads[kept], weights=caps[kept], minlength=net.num_nodes).astype(np.int64)
-    keep[a] = (cheapest(tails[a], heads[a], arcs.arrive_level, caps[a], quota)
-               | cheapest(heads[a], tails[a], arcs.arrive_level, caps[a], quota))
-    res = solve_pruned(net, keep, arrays=(tails, heads, caps, costs))
+    # arrivals, with the lazy cells' first pieces among them (one unit each: an empty cell's first piece)
+    lz = arcs.lazy
+    ends = [(tails[a], heads[a], arcs.arrive_level, caps[a])]
+    if lz is not None:
+        ends.append((lz.tail, lz.head, lz.level, np.ones(len(lz.cell), dtype=np.int64)))
+    at, ah, al, acap = (np.concatenate([e[i] for e in ends]) for i in range(4))
+    pick = cheapest(at, ah, al, acap, quota) | cheapest(ah, at, al, acap, quota)
+    keep[a] = pick[:len(arcs.arrive)]
+    lazy = None
+    if lz is not None:  # the lazy cells picked: their first piece built
+        lazy = _LazyArcs(tg, arcs, lexicographic, len(tails))
+        built = lazy.build(np.flatnonzero(pick[len(ends[0][0]):]))
+        tails, heads, caps, costs = (np.concatenate([x, y]) for x, y in zip((tails, heads, caps, costs), built))
+        keep = np.concatenate([keep, np.ones(len(built[0]), dtype=bool)])
+    res = solve_pruned(net, keep, arrays=(tails, heads, caps, costs), more=lazy)
     return None if res is None else res[:2]
 
 
@@ -128,6 +157,25 @@ class _Arcs:
     arrive: np.ndarray
     arrive_slot: np.ndarray
     arrive_level: np.ndarray
+    lazy: "_Lazy | None" = None  # arrival cells not built (``_Lazy``)
+
+
+@dataclass
+class _Lazy:
+    """Receiving cells that hold none of their topic (most (topic, broker) cells at scale: 19,000,000 of
+    25,000,000 arcs at 3,000,000 replicas on 3,000 brokers), whose arrival arcs are built only when the pruned
+    solve needs them (``_solve``): the cell, its count limit, its arcs' tail (pool) and head (broker) nodes and
+    slot, how far its pieces are built, and the next piece's cost and level (the cheapest left: a cell's
+    marginal costs only rise)."""
+
+    cell: np.ndarray
+    limit: np.ndarray
+    tail: np.ndarray
+    head: np.ndarray
+    slot: np.ndarray
+    start: np.ndarray  # per cell: the count from which its pieces are not built yet (``limit``: all built)
+    cost: np.ndarray  # the cost of the piece from ``start`` (its next one)
+    level: np.ndarray
 
 
 def _count_bound(tg: StageTargets) -> int:
@@ -174,6 +222,11 @@ def _build(tg: StageTargets, deficit: np.ndarray, lexicographic: bool, unit_cost
     # arrivals: x runs from c to c + L - 1, at most one unit per partition of the topic the broker lacks
     ac = np.flatnonzero(receiving[cell_b])
     limit = np.minimum(tg.tcount[cell_t[ac]] - c_tb[ac], room[cell_b[ac]])
+    lazy = None
+    empty = (c_tb[ac] == 0) & (limit > 0) if tg.per_topic and Tm * NL >= LAZY_FROM_CELLS else None
+    if empty is not None and empty.sum() >= LAZY_SHARE * len(ac):
+        lazy = _lazy(tg, ac[empty], limit[empty], pool, inn, lexicographic)
+        ac, limit = ac[~empty], limit[~empty]
     seg_cell, seg_cap, seg_cost, arrive_level = _segments(tg, ac, c_tb[ac], c_tb[ac] + limit, lexicographic)
     slot = (cell_t[seg_cell] * K + tg.rack_of_live[cell_b[seg_cell]]) * NL + cell_b[seg_cell]
     arrive = net.add(pool[slot // NL], inn[cell_b[seg_cell]], seg_cap, seg_cost)
@@ -188,7 +241,58 @@ def _build(tg: StageTargets, deficit: np.ndarray, lexicographic: bool, unit_cost
     need[pool] = supply[pool]
     need[out] = np.maximum(n_b - hi_b, 0)  # what b must release
     need[inn] = np.maximum(lo_b - n_b, 0)  # what b must receive
-    return net, _Arcs(release, release_cell, release_level, arrive, slot, arrive_level), need
+    return net, _Arcs(release, release_cell, release_level, arrive, slot, arrive_level, lazy), need
+
+
+class _LazyArcs:
+    """Builds the arrival arcs of ``arcs.lazy``'s cells on demand, recording them in ``arcs`` (ids from
+    ``next_id`` on, after every arc built before). ``build(at)``: each cell's next piece only (the first pruned
+    solve's pick); ``build(at, whole=True)``: all of each cell's pieces left. Called with potentials
+    (``flow.pruned.solve_pruned``'s ``more``): all pieces left of the cells whose next piece (the cheapest left:
+    a cell's marginal costs only rise) has a negative reduced cost, or None; with None: all pieces left."""
+
+    def __init__(self, tg: StageTargets, arcs: _Arcs, lexicographic: bool, next_id: int):
+        self.tg, self.arcs, self.lexicographic, self.next_id = tg, arcs, lexicographic, next_id
+
+    def __call__(self, d: np.ndarray | None) -> tuple | None:
+        lz = self.arcs.lazy
+        at = np.flatnonzero(lz.start < lz.limit)
+        if d is not None:
+            at = at[lz.cost[at] + d[lz.tail[at]] - d[lz.head[at]] < 0]
+        return self.build(at, whole=True) if len(at) else None
+
+    def build(self, at: np.ndarray, whole: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The arcs of lazy cells ``at`` (with pieces left): (tails, heads, caps, costs), recorded as arrivals."""
+        lz, arcs = self.arcs.lazy, self.arcs
+        cells, first = lz.cell[at], lz.start[at]  # cells ascending, as the lazy cells are
+        seg, cap, cost, level = _segments(self.tg, cells, first, lz.limit[at], self.lexicographic)
+        seg = at[np.searchsorted(cells, seg)]  # each arc's lazy cell
+        if whole:
+            lz.start[at] = lz.limit[at]
+        else:
+            head = np.ones(len(seg), dtype=bool)  # each cell's next piece
+            head[1:] = seg[1:] != seg[:-1]
+            nxt = np.flatnonzero(~head[1:] & head[:-1]) + 1  # and the one after it, where there is one
+            lz.start[seg[head]] += cap[head]
+            lz.cost[seg[nxt]], lz.level[seg[nxt]] = cost[nxt], level[nxt]
+            seg, cap, cost, level = seg[head], cap[head], cost[head], level[head]
+        ids = self.next_id + np.arange(len(seg))
+        self.next_id += len(seg)
+        arcs.arrive = np.concatenate([arcs.arrive, ids])
+        arcs.arrive_slot = np.concatenate([arcs.arrive_slot, lz.slot[seg]])
+        arcs.arrive_level = np.concatenate([arcs.arrive_level, level])
+        return lz.tail[seg], lz.head[seg], cap, cost
+
+
+def _lazy(tg: StageTargets, cells: np.ndarray, limit: np.ndarray, pool: np.ndarray, inn: np.ndarray,
+          lexicographic: bool) -> _Lazy:
+    """``_Lazy`` for the empty receiving ``cells`` (each with its count ``limit`` > 0)."""
+    NL, K = tg.si.NL, tg.K
+    zero = np.zeros(len(cells), dtype=np.int64)
+    _, _, cost, level = _segments(tg, cells, zero, zero + 1, lexicographic)  # one piece each: the first unit's
+    t, b = cells // NL, cells % NL
+    slot = (t * K + tg.rack_of_live[b]) * NL + b
+    return _Lazy(cells, limit, pool[slot // NL], inn[b], slot, zero.copy(), cost, level)
 
 
 def _layout(tg: StageTargets, cells: np.ndarray, lexicographic: bool
