@@ -251,7 +251,9 @@ def realize(unit_p: np.ndarray, unit_g: np.ndarray, slot_b: np.ndarray, slot_g: 
     A min-cost flow: unit groups (p, pool) → (pool, broker) slots. Costs are a small tie-break: a unit prefers a
     broker that is rarely the partner of its partition's leader (helps stage 3), and a partition of a replaced
     broker prefers the replacement. Each unit first sees a window of the pool's slots; the window grows fourfold until
-    the flow is saturated or covers the whole pool."""
+    the flow is saturated or covers the whole pool. Above ``_HINT_UNITS`` units without a replacement bonus (no
+    costs then) a compiled matching comes first (``_diagonal``, ``flow/diagonal.py``); the flow runs only when it
+    does not finish."""
     U = len(unit_p)
     if U == 0:
         return np.zeros(0, dtype=np.int64), 0

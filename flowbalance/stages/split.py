@@ -25,7 +25,7 @@ cells, when such cells are at least ``LAZY_SHARE`` of the receiving ones, their 
 a cell's first piece joins the first pruned solve when the cheapest-arc choice picks it, and a cell's pieces
 left are built when its next piece (the cheapest left: the marginal costs only rise) has a negative reduced
 cost under the solve's potentials, so the proof covers them all (``_LazyArcs``).
-Stage 1 at 3,000,000 replicas (9,000,000 cells): 11.6-12.8 -> 7.4-8.0 s, 25,300,000 -> 7,460,000 arcs built.
+Stage 1 at 3,000,000 replicas (9,000,000 cells): 11.6-12.8 -> 7.4-8.9 s, 25,300,000 -> 7,460,000 arcs built.
 At 1,000,000 replicas (1,000,000 cells) it did not pay: 3,200,000 -> 2,060,000 arcs built, but the first pruned
 solve, offered only the empty cells' first pieces, then needed another round on the history case (1.5 -> 2.2 s)
 and gained nothing elsewhere; hence the threshold (docs/performance.md, session 23).
@@ -95,7 +95,7 @@ def _solve(net: Network, arcs: "_Arcs", need: np.ndarray, tg: StageTargets, lexi
            ) -> tuple[np.ndarray, int] | None:
     """The network's min-cost flow: on large networks from the cheapest release and arrival arcs of every node
     first (enough for ``need[node]`` units more than ``PRUNE_SLACK``; ``flow.pruned``: proven optimal for every
-    arc, the lazy cells' too, priced by their first piece), else in one solve (lazy cells built first)."""
+    arc, the lazy cells' too, priced by their next piece), else in one solve (lazy cells built first)."""
     if net.num_arcs < PRUNE_FROM_ARCS:
         if arcs.lazy is not None:
             built = _LazyArcs(tg, arcs, lexicographic, net.num_arcs).build(np.arange(len(arcs.lazy.cell)), True)
@@ -117,7 +117,7 @@ def _solve(net: Network, arcs: "_Arcs", need: np.ndarray, tg: StageTargets, lexi
         ends.append((lz.tail, lz.head, lz.level, np.ones(len(lz.cell), dtype=np.int64)))
     at, ah, al, acap = (np.concatenate([e[i] for e in ends]) for i in range(4))
     pick = cheapest(at, ah, al, acap, quota) | cheapest(ah, at, al, acap, quota)
-    keep[a] = pick[:len(arcs.arrive)]
+    keep[a] = pick[:len(ends[0][0])]
     lazy = None
     if lz is not None:  # the lazy cells picked: their first piece built
         lazy = _LazyArcs(tg, arcs, lexicographic, len(tails))
