@@ -64,19 +64,6 @@ def test_split_arrays_equals_each_component_alone(components, seed, grouped):
         assert got.tolist() == want.tolist()
 
 
-def _assert_valid_realization(got, unit_p, unit_g, slot_b, slot_g, sub, lpos):
-    """Every pool's units take exactly its slots' brokers (with their counts), no unit a broker its partition
-    holds now, no two units of one partition in one pool the same broker."""
-    for g in np.unique(unit_g).tolist():
-        units = np.flatnonzero(unit_g == g)
-        assert sorted(got[units].tolist()) == sorted(slot_b[slot_g == g].tolist())
-    for u in range(len(unit_p)):
-        held = {int(lpos[b]) for b in sub[unit_p[u]] if b >= 0}
-        assert int(got[u]) not in held
-    pairs = list(zip(unit_g.tolist(), unit_p.tolist(), got.tolist()))
-    assert len(set(pairs)) == len(pairs)
-
-
 def _realize_reference(unit_p, unit_g, slot_b, slot_g, sub, lpos, lead_lp, pairs, bonus, first_window):
     """The realization as first written: every (unit group, slot) pair of the window gathered pair by pair, the
     pairs a partition holds dropped by comparing its whole row, one network per round."""
