@@ -144,7 +144,7 @@ def test_counting_skips_solve_1_only_when_it_has_no_flow(case):
     state = _state(rows, topics)
     pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
     bound = leaders._CellBound.of(pb) if len(pb.cells) else None
-    if leaders._counted_out(pb, bound, None if bound is None else leaders._topic_raise(pb, bound)):
+    if leaders._counted_out(pb, None if bound is None else leaders._topic_raise(pb, bound)):
         net, _ = leaders._network(pb, pb.cost)
         assert try_min_cost(net) is None
 
@@ -193,7 +193,7 @@ def test_counting_skips_solve_1_when_a_topic_cannot_fit_its_cells():
     state = _state(rows, topics)
     movable = np.ones(8, dtype=bool)
     pb = leaders._problem(state, StageInput.of(state, movable), movable, state.replicas[:, 0].copy(), True)
-    assert leaders._counted_out(pb, leaders._CellBound.of(pb) if len(pb.cells) else None)
+    assert leaders._counted_out(pb, leaders._topic_raise(pb, leaders._CellBound.of(pb)))
     net, _ = leaders._network(pb, pb.cost)
     assert try_min_cost(net) is None
 

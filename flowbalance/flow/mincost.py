@@ -27,14 +27,13 @@ def solve_min_cost(net: Network) -> tuple[np.ndarray, int]:
 
 def try_min_cost(net: Network) -> tuple[np.ndarray, int] | None:
     """Solve; (flow per arc in insertion order, optimal cost), or None when no flow meets the supplies."""
-    tails, heads, caps, costs = net.arrays()
-    return _solve(tails, heads, caps, costs, net.supplies(), net.num_nodes)
+    return try_min_cost_arrays(net.num_nodes, *net.arrays(), net.supplies())
 
 
 def try_min_cost_arrays(num_nodes: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, costs: np.ndarray,
                         supply: np.ndarray) -> tuple[np.ndarray, int] | None:
-    """``try_min_cost`` on arc arrays (int64) and node supplies: (flow per arc in the order given, optimal cost),
-    or None when no flow meets the supplies."""
+    """``try_min_cost`` on arc arrays (int64) and node supplies, for callers that build their arcs without a
+    ``Network``: (flow per arc in the order given, optimal cost), or None when no flow meets the supplies."""
     return _solve(tails, heads, caps, costs, supply, num_nodes)
 
 

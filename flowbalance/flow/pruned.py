@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from .mincost import _solve
+from .mincost import try_min_cost_arrays
 from .network import Network
 from .primal_dual import CostRangeError, primal_dual
 
@@ -70,7 +70,7 @@ def solve_pruned(net: Network, keep: np.ndarray, *, rounds: int = 6, arrays: tup
     extra = more(None) if more is not None else None
     if extra is not None:
         tails, heads, caps, costs = (np.concatenate([a, b]) for a, b in zip((tails, heads, caps, costs), extra))
-    res = _solve(tails, heads, caps, costs, supply, n)
+    res = try_min_cost_arrays(n, tails, heads, caps, costs, supply)
     return None if res is None else (res[0], res[1], 0)
 
 

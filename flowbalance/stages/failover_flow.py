@@ -40,8 +40,7 @@ import numpy as np
 from ortools.graph.python import max_flow
 
 from ..flow.maxflow import Shape, solve_max_flow_dinic
-from ..flow.mincost import FlowError, try_min_cost
-from ..flow.mincost import _solve as _solve_arrays  # the one OR-Tools solve that ``try_min_cost`` makes
+from ..flow.mincost import FlowError, try_min_cost, try_min_cost_arrays
 from ..flow.network import Network
 from ..forked import Forked, can_fork
 from .common import dense_unique
@@ -640,7 +639,7 @@ class _ConvexNet:
         heads = np.concatenate([self.g_heads, self.q_head[q], self.tail_arcs[1]])
         caps = np.concatenate([self.g_caps, cap, self.tail_arcs[2]])
         costs = np.concatenate([self.g_costs, cost, self.tail_arcs[3]])
-        res = _solve_arrays(tails, heads, caps, costs, self.supply, self.num_nodes)
+        res = try_min_cost_arrays(self.num_nodes, tails, heads, caps, costs, self.supply)
         if res is None:
             raise FlowError("min-cost flow found no feasible flow")
         flows = res[0]

@@ -120,7 +120,7 @@ def _choose(pb: _Problem) -> np.ndarray:
     """The flow on each candidate: the first feasible of the module doc's solves."""
     bound = _CellBound.of(pb) if len(pb.cells) else None
     topic_raise = None if bound is None else _topic_raise(pb, bound)
-    if not _counted_out(pb, bound, topic_raise):
+    if not _counted_out(pb, topic_raise):
         net, cand = _network(pb, pb.cost)
         res = try_min_cost(net)
         if res is not None:
@@ -149,21 +149,18 @@ def try_min_cost(net: Network) -> tuple[np.ndarray, int] | None:
     return solve_primal_dual(net.num_nodes, tails, heads, caps, costs, net.supplies())
 
 
-def _counted_out(pb: _Problem, bound: _CellBound | None, topic_raise: np.ndarray | None = None) -> bool:
-    """Whether counting alone shows that solve (1) has no flow: a topic has more partitions that can only lead in
-    its selected cells than those cells' ceilings sum to, a cell has fewer candidates than its floor, or a broker
-    cannot reach its floor (``_brokers_can_fill``); or a topic needs its ceilings raised (``topic_raise``,
-    ``_topic_raise(pb, bound)``) to give those partitions a leader even alone, brokers unconstrained. The solve
-    would say so too, in 1.5 s at 1,000,000 replicas. ``bound``: ``_CellBound.of(pb)``, None when no cell is
-    selected."""
-    if bound is None:
+def _counted_out(pb: _Problem, topic_raise: np.ndarray | None) -> bool:
+    """Whether solve (1) has no flow, shown without it: a topic needs its ceilings raised (``topic_raise``:
+    ``_topic_raise``, None when no cell is selected) to give the partitions that can only lead in its selected
+    cells a leader even alone (brokers unconstrained; counting alone shows it when they outnumber the cells'
+    summed ceilings), a cell has fewer candidates than its floor, or a broker cannot reach its floor
+    (``_brokers_can_fill``). The solve would say so too, in 1.5 s at 1,000,000 replicas."""
+    if topic_raise is None:
         return False
     available = np.bincount(pb.cell[pb.cell >= 0], minlength=len(pb.cells))
     if (available < pb.cell_lo).any() or not _brokers_can_fill(pb, np.minimum(pb.cell_hi, available)):
         return True
-    if (bound.parts > bound.room).any():
-        return True
-    return topic_raise is not None and bool(topic_raise.any())
+    return bool(topic_raise.any())
 
 
 @dataclass(frozen=True)
