@@ -112,16 +112,17 @@ def _solve(net: Network, arcs: "_Arcs", need: np.ndarray, tg: StageTargets, lexi
     quota = quota + np.bincount(heads[kept], weights=caps[kept], minlength=net.num_nodes).astype(np.int64)
     # arrivals, with the lazy cells' first pieces among them (one unit each: an empty cell's first piece)
     lz = arcs.lazy
-    ends = [(tails[a], heads[a], arcs.arrive_level, caps[a])]
+    at, ah, al, acap = tails[a], heads[a], arcs.arrive_level, caps[a]
+    n_built = len(at)
     if lz is not None:
-        ends.append((lz.tail, lz.head, lz.level, np.ones(len(lz.cell), dtype=np.int64)))
-    at, ah, al, acap = (np.concatenate([e[i] for e in ends]) for i in range(4))
+        at, ah, al, acap = (np.concatenate([x, y]) for x, y in zip(
+            (at, ah, al, acap), (lz.tail, lz.head, lz.level, np.ones(len(lz.cell), dtype=np.int64))))
     pick = cheapest(at, ah, al, acap, quota) | cheapest(ah, at, al, acap, quota)
-    keep[a] = pick[:len(ends[0][0])]
+    keep[a] = pick[:n_built]
     lazy = None
     if lz is not None:  # the lazy cells picked: their first piece built
         lazy = _LazyArcs(tg, arcs, lexicographic, len(tails))
-        built = lazy.build(np.flatnonzero(pick[len(ends[0][0]):]))
+        built = lazy.build(np.flatnonzero(pick[n_built:]))
         tails, heads, caps, costs = (np.concatenate([x, y]) for x, y in zip((tails, heads, caps, costs), built))
         keep = np.concatenate([keep, np.ones(len(built[0]), dtype=bool)])
     res = solve_pruned(net, keep, arrays=(tails, heads, caps, costs), more=lazy)
