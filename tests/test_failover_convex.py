@@ -157,3 +157,25 @@ def test_a_net_is_rebuilt_for_other_leader_counts():
         assert ff._ConvexNet.for_choice(prob, lay, t, other, net) is not net
         return
     pytest.fail("no random problem with two leader counts")
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_rounds_stop_at_the_goal(seed, monkeypatch):
+    """With a goal, the rounds are the old ones up to the first whose best (worst, rows at it) is at or below
+    it, and no solve runs after that (none at all when the start is there already)."""
+    built = _problem(seed, False)
+    if built is None:
+        pytest.skip("nothing to reorder")
+    prob, start = built
+    ones = np.ones(prob.N, dtype=np.int64)
+    keys = [ff.sort_key(prob, _ref_rounds(prob, start, k, ones)[0])[:2] for k in range(5)]
+    solves = []
+    real = ff.try_min_cost_arrays
+    monkeypatch.setattr(ff, "try_min_cost_arrays", lambda *a: solves.append(1) or real(*a))
+    for goal in sorted(set(keys)):
+        solves.clear()
+        stop = next((k for k in range(5) if keys[k] <= goal), 4)
+        got, got_w = ff.convex_rounds(prob, start, 4, ones, goal)
+        want, want_w = _ref_rounds(prob, start, stop, ones)
+        assert np.array_equal(got, want) and np.array_equal(got_w, want_w)
+        assert len(solves) == stop

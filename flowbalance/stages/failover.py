@@ -104,12 +104,12 @@ def balance_failover(state: ClusterState, movable: np.ndarray, *, baseline: np.n
     prob, start = built
     row_lb, bound = bounds(prob, start, blocks=True)
     proofs = {"failed brokers' rows": int(row_lb.max(initial=0)), "blocks of brokers": bound}
-    choice, method = _fast(prob, start, bound, convex=not lp_fits(prob))
+    choice, method = _fast(prob, start, bound, convex=not lp_fits(prob), row_lb=row_lb)
     if int(spreads(prob, choice).max()) > bound and lp_fits(prob):
-        (choice, method), proofs["linear relaxation"] = _relaxed(prob, start, (choice, method), bound)
+        (choice, method), proofs["linear relaxation"] = _relaxed(prob, start, (choice, method), bound, row_lb)
         bound = max(proofs.values())
     elif lp_fits(prob):  # the counting bounds met at once
-        choice, method = _fewer_at_worst(prob, (choice, method), bound)
+        choice, method = _fewer_at_worst(prob, (choice, method), bound, row_lb)
     count_proven = False
     if int(spreads(prob, choice).max()) > bound and _exact_fits(prob, exact):
         res = solve_exact(prob, choice, row_lb, deterministic_time, bound)
@@ -128,9 +128,16 @@ def _stages_2_3(state: ClusterState, movable: np.ndarray, per_topic: bool) -> np
     return balance_followers(state.with_replicas(balance_leaders(state, lead, movable, per_topic=per_topic)), movable)
 
 
-def _fast(prob: FailoverProblem, start: np.ndarray, floor: int, convex: bool = True) -> tuple[np.ndarray, str]:
+def proven_goal(row_lb: np.ndarray, bound: int) -> tuple[int, int]:
+    """The least (worst spread, rows at it) that ``bound`` and the rows' own bounds ``row_lb`` prove for every
+    order: at a worst of ``bound``, every row whose own bound reaches it is at it, and one row at least."""
+    return bound, max(int((np.asarray(row_lb) >= bound).sum()), 1)
+
+
+def _fast(prob: FailoverProblem, start: np.ndarray, floor: int, convex: bool = True,
+          row_lb: np.ndarray | None = None) -> tuple[np.ndarray, str]:
     """Thresholds, then (when the cluster is small enough, and ``convex``) convex flows, then thresholds again
-    from there.
+    from there. ``row_lb``: the rows' own bounds; the convex flows stop at ``proven_goal`` (none when None).
     With topic intervals the convex flow runs without them and its rows' maxima become targets for a flow that
     keeps them (``by_row_targets``): the convex costs need each pair's units together, which topic cells split."""
     best, method = start, "stages 2 + 3"
@@ -143,14 +150,15 @@ def _fast(prob: FailoverProblem, start: np.ndarray, floor: int, convex: bool = T
     near = int(spreads(prob, best).max()) <= floor + (prob.D if options > LARGE_OPTIONS // 5 else 0)
     if not iterations or near:  # large clusters within one leader of the bound: the convex flow costs seconds
         return best, method
-    for found in _convex_candidates(prob, best, iterations):
+    goal = proven_goal(row_lb, floor) if row_lb is not None else None
+    for found in _convex_candidates(prob, best, iterations, goal):
         if sort_key(prob, found) < sort_key(prob, best):
             best, method = by_thresholds(prob, found, floor, THRESHOLD_PROBES), "convex flow"
     return best, method
 
 
-def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, str],
-             bound: int) -> tuple[tuple[np.ndarray, str], int]:
+def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, str], bound: int,
+             row_lb: np.ndarray) -> tuple[tuple[np.ndarray, str], int]:
     """The order found and the linear relaxation's proven bound: while the found order is above it, the flows
     from the relaxation's leader counts, then the search over leader counts (``failover_search``). Holding the start's
     counts can cost a leader or more (42 Kafka-placed brokers: 4 with them, 3 with the relaxation's; bound 2).
@@ -160,9 +168,9 @@ def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, 
     lp = lp_bound(prob, choice)
     proven, bound = lp.bound, max(bound, lp.bound)
     if int(spreads(prob, choice).max()) <= bound:
-        return _fewer_at_worst(prob, found, bound), proven
+        return _fewer_at_worst(prob, found, bound, row_lb), proven
     if prob.topic_of is not None:
-        again, how = _fast(prob, start, bound)
+        again, how = _fast(prob, start, bound, row_lb=row_lb)
         return ((again, how) if sort_key(prob, again) < sort_key(prob, choice) else found), proven
     moved = with_leaders(prob, choice, lp.leaders)
     terms_n = max(count_terms(prob), 1)
@@ -170,7 +178,8 @@ def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, 
     tries = min(max(SEARCH_WORK // terms_n, 1), SEARCH_TRIES)
     for base, how in (((moved, "LP leaders"),) if moved is not None else ()) + ((choice, method),):
         steps = [by_thresholds(prob, base, bound)]
-        found_c, weight = convex_rounds(prob, steps[0], iterations, np.ones(prob.N, dtype=np.int64))
+        found_c, weight = convex_rounds(prob, steps[0], iterations, np.ones(prob.N, dtype=np.int64),
+                                        proven_goal(row_lb, bound))
         steps.append(by_thresholds(prob, found_c, bound) if found_c is not steps[0] else steps[0])
         steps.append(leader_search(prob, steps[1], bound, tries, weight))
         if sort_key(prob, steps[2]) < sort_key(prob, choice):
@@ -181,22 +190,27 @@ def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, 
     return found, proven
 
 
-def _fewer_at_worst(prob: FailoverProblem, found: tuple[np.ndarray, str], bound: int) -> tuple[np.ndarray, str]:
+def _fewer_at_worst(prob: FailoverProblem, found: tuple[np.ndarray, str], bound: int,
+                    row_lb: np.ndarray) -> tuple[np.ndarray, str]:
     """At the proven bound, fewer failed brokers at it (level (c)): convex flows (``COUNT_WORK``), then
-    thresholds, kept when better (100 brokers: 98 at the worst after the thresholds, 64 after two flows)."""
+    thresholds, kept when better (100 brokers: 98 at the worst after the thresholds, 64 after two flows); none
+    when the rows at it are already as few as ``row_lb`` proves (``proven_goal``)."""
     choice, method = found
     iterations = min(CONVEX_ITERATIONS, max(COUNT_WORK // max(count_terms(prob), 1), 1))
-    better = convex_rounds(prob, choice, iterations, np.ones(prob.N, dtype=np.int64))[0]
+    better = convex_rounds(prob, choice, iterations, np.ones(prob.N, dtype=np.int64),
+                           proven_goal(row_lb, bound))[0]
     if better is choice:
         return found
     better = by_thresholds(prob, better, bound)
     return (better, f"{method} + convex flow" if method != "stages 2 + 3" else "convex flow")
 
 
-def _convex_candidates(prob: FailoverProblem, best: np.ndarray, iterations: int):
-    """The convex flow's choice; with topic intervals, choices that keep them with rows no higher than its."""
+def _convex_candidates(prob: FailoverProblem, best: np.ndarray, iterations: int, goal: tuple[int, int] | None):
+    """The convex flow's choice; with topic intervals, choices that keep them with rows no higher than its.
+    ``goal`` (``proven_goal``) stops the flows without topic intervals; with them the flows run on a problem
+    without the intervals, whose goal may be lower."""
     if prob.topic_of is None:
-        yield by_convex_flow(prob, best, iterations)
+        yield by_convex_flow(prob, best, iterations, goal)
         return
     free = by_convex_flow(replace(prob, topic_of=None, tlo=None, thi=None), best, iterations)
     top = row_extremes(prob, values(prob, *loads(prob, free)))[0]
