@@ -43,7 +43,7 @@ from ..flow.maxflow import Shape, solve_max_flow_dinic
 from ..flow.mincost import FlowError, try_min_cost, try_min_cost_arrays
 from ..flow.network import Network
 from ..forked import Forked, can_fork
-from .common import dense_unique
+from .common import dense_unique, sorted_unique
 from .failover_problem import (FailoverProblem, Terms, changes, choice_from_terms, fewest_changes, find_options,
                                group_of, loads, rank, row_extremes, spreads, terms, values)
 
@@ -178,7 +178,7 @@ def _merge_groups(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray) -> n
     if arcs.lay.C or not prob.F:
         return None
     group = group_of(prob)
-    classes = np.unique(group * (arcs.lay.Q + 1) + arcs.lay.opt_q[choice])
+    classes = sorted_unique(group * (arcs.lay.Q + 1) + arcs.lay.opt_q[choice])  # np.unique hashes: 0.1-0.2 s
     return group if len(classes) <= MERGE_SHARE * prob.F else None
 
 
