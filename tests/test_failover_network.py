@@ -396,17 +396,35 @@ def test_bisection_with_a_forked_lookahead_decides_the_same(seed, merge_share, m
 
 
 def test_bisection_lookahead_probes_the_same_points():
-    """For every monotone yes / no over small ranges and budgets, the answer with the lookahead is the plain
-    bisection's, and with probes enough (4 for 8 points) the smallest point met, as a scan finds it."""
+    """For every monotone yes / no over small ranges and budgets, the answer with the lookahead (either way) is the
+    plain bisection's, and with probes enough (4 for 8 points) the smallest point met, as a scan finds it."""
     for hi in range(0, 9):
         for cut in range(0, hi + 2):
             for probes in range(0, 6):
                 met = lambda k, cut=cut: k >= cut  # noqa: E731
                 plain = ff._bisect(0, hi, probes, met)
                 assert ff._bisect(0, hi, probes, met, fork=True) == plain
+                assert ff._bisect(0, hi, probes, met, fork=True, expect_met=False) == plain
                 assert plain[0] is None or plain[0] >= cut
                 if probes >= 4:
                     assert plain == ((cut, True) if cut < hi else (None, None))
+
+
+@pytest.mark.parametrize("expect_met", [True, False])
+def test_bisection_lookahead_saves_the_expected_probes(expect_met):
+    """Where every probe goes as the lookahead expects, this process evaluates fewer points than the plain
+    bisection (the child evaluated the others), with the same answer."""
+    for hi in (8, 50, 101):
+        seen = []
+
+        def met(k, cut=0 if expect_met else hi):
+            seen.append(k)
+            return k >= cut
+        plain = ff._bisect(0, hi, 12, met)
+        n_plain = len(seen)
+        seen.clear()
+        assert ff._bisect(0, hi, 12, met, fork=True, expect_met=expect_met) == plain
+        assert len(seen) < n_plain
 
 
 def test_merged_rows_are_used_only_when_few():
