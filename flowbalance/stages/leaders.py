@@ -279,11 +279,15 @@ def _network(pb: _Problem, cand_cost: np.ndarray, *, soft_levels: list[int] | No
 
 
 def _to_front(replicas: np.ndarray, mov: np.ndarray, new_col: np.ndarray) -> np.ndarray:
-    """``replicas`` with each movable row's chosen column moved to the front (the others keep their order)."""
+    """``replicas`` with each movable row's chosen column moved to the front (the others keep their order; the
+    padding, at the end of a row, stays there). One gather for all rows (a Python loop took 0.1 s for 63,000
+    changed leaders)."""
     out = replicas.copy()
-    for r in np.flatnonzero(new_col > 0).tolist():
-        row = mov[r]
-        lst = [int(x) for x in out[row] if x != PAD]
-        leader = lst.pop(int(new_col[r]))
-        out[row, : len(lst) + 1] = [leader] + lst
+    moved = np.flatnonzero(new_col > 0)
+    if not len(moved):
+        return out
+    rows, col = mov[moved], new_col[moved][:, None]
+    j = np.arange(out.shape[1])[None, :]
+    src = np.where(j == 0, col, np.where(j <= col, j - 1, j))  # the chosen one first, those before it one later
+    out[rows] = np.take_along_axis(out[rows], src, axis=1)
     return out
