@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from flowbalance.errors import PlanningError
 from flowbalance.load import load_cluster
+from flowbalance import metrics
 from flowbalance.metrics import rack_violations, replica_counts
 from flowbalance.model import PAD, Brokers, ClusterState
 from flowbalance.planner import plan
@@ -163,6 +164,17 @@ def test_rack_violations_match_the_per_partition_check(cluster):
         if breaks_rule(reps, rack_of, live):
             expect.append(i)
     assert rack_violations(state).tolist() == expect
+
+
+@FAST
+@given(rack_clusters(max_brokers=9, max_rf=9, max_parts=12))
+def test_rack_violations_by_table_and_row_by_row_agree(cluster):
+    """The lookup table of verdicts (few racks) and the row-by-row comparisons give the same rows."""
+    state = _state(*cluster)
+    by_table = rack_violations(state).tolist()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(metrics, "VIOLATION_TABLE_MAX", 0)
+        assert rack_violations(state).tolist() == by_table
 
 
 def test_rack_violations_keep_the_old_rule_up_to_rf_equal_racks():
