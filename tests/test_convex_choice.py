@@ -102,3 +102,15 @@ def test_stage_3_compiled_is_the_flow_optimum(seed, monkeypatch):
     out = followers.balance_followers(state, movable)
     assert np.array_equal(out[:, 0], state.replicas[:, 0])
     assert np.array_equal(np.sort(out, axis=1), np.sort(state.replicas, axis=1))
+
+
+def test_bad_arrays_are_refused():
+    """Validation at the edge: each malformed input names its parameter."""
+    ok = [np.array(a) for a in ([0, 2], [0, 2, 3], [0, 1, 1], [0, 1, 0], [0, 2], [0, 0], [3])]
+    assert convex_choice(*ok).tolist() in ([0, 2], [1, 2])
+    cases = {"row_start": 0, "opt_node": 2, "opt_cost": 3, "opt_start": 1}
+    for name, i in cases.items():
+        bad = [a.copy() for a in ok]
+        bad[i] = {0: np.array([0]), 2: np.array([0, 5, 1]), 3: np.array([0, -1, 0]), 1: np.array([0, 0, 3])}[i]
+        with pytest.raises(ValueError, match=name):
+            convex_choice(*bad)

@@ -42,20 +42,20 @@ def convex_choice(row_start: np.ndarray, opt_start: np.ndarray, opt_node: np.nda
         raise ValueError("opt_start, opt_node, opt_cost, base: sizes do not match the starts")
     if len(opt_start) > 1 and int(np.diff(opt_start).min()) < 1:
         raise ValueError("opt_start: every row needs an option")
-    comp_of_row = np.repeat(np.arange(K), np.diff(row_start))
-    comp_of_opt = comp_of_row[np.repeat(np.arange(len(opt_start) - 1), np.diff(opt_start))]  # per option
-    if len(opt_node) and ((opt_node < node_start[comp_of_opt]) | (opt_node >= node_start[comp_of_opt + 1])).any():
+    opt_row = np.repeat(np.arange(len(opt_start) - 1), np.diff(opt_start))  # per option: its row
+    comp = np.repeat(np.arange(K), np.diff(row_start))[opt_row]  # per option: its row's component
+    if len(opt_node) and ((opt_node < node_start[comp]) | (opt_node >= node_start[comp + 1])).any():
         raise ValueError("opt_node: an option's node lies outside its row's component")
     if len(opt_cost) and int(opt_cost.min()) < 0:
         raise ValueError("opt_cost: costs must be non-negative")
     out = np.empty(len(opt_start) - 1, dtype=np.int64)
-    opt_row = np.repeat(np.arange(len(opt_start) - 1), np.diff(opt_start))
     _solve(row_start, opt_start, opt_row, opt_node, opt_cost, node_start, base, scale, out)
     return out
 
 
 @njit(cache=True)
 def _solve(row_start, opt_start, opt_row, opt_node, opt_cost, node_start, base, scale, out):
+    """Every component in turn: the greedy start, then cycles cancelled until none is left (``out``: per row)."""
     width = 1
     for k in range(len(scale)):
         width = max(width, node_start[k + 1] - node_start[k] + 1)
