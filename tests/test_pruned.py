@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from flowbalance.flow.mincost import try_min_cost
 from flowbalance.flow.network import Network
-from flowbalance.flow.pruned import cheapest, solve_pruned
+from flowbalance.flow.pruned import cheapest, cheapest_parts, solve_pruned
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -148,3 +148,19 @@ def test_cheapest_draws_exactly_as_hashing_every_entry(seed, groups, n):
     draw = (mix >> np.uint64(11)).astype(np.float64) / float(1 << 53)
     want = (level < thr[group]) | ((level == thr[group]) & (draw < share[group]))
     assert cheapest(group, other, level, cap, quota).tolist() == want.tolist()
+
+
+@SETTINGS
+@given(st.integers(0, 100_000), st.integers(1, 6), st.integers(1, 80), st.integers(0, 80))
+def test_cheapest_of_parts_is_cheapest_of_them_joined(seed, groups, n, cut):
+    """Entries given as two parts (the split network's built arrivals and its lazy cells' first pieces) are kept
+    exactly as when joined in one array, each part's mask its share of the joined one."""
+    rng = np.random.default_rng(seed)
+    group, other = rng.integers(0, groups, n), rng.integers(0, 50, n)
+    level, cap = rng.integers(0, 4, n), rng.integers(1, 5, n)
+    quota = rng.integers(0, 30, groups)
+    cut = min(cut, n)
+    joined = cheapest(group, other, level, cap, quota)
+    parts = [tuple(x[:cut] for x in (group, other, level, cap)), tuple(x[cut:] for x in (group, other, level, cap))]
+    got = cheapest_parts(parts, quota)
+    assert np.concatenate(got).tolist() == joined.tolist()

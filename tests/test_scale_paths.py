@@ -239,10 +239,20 @@ def test_split_network_optimum_equals_the_pooled_optimum(n, racks, topics, seed,
 
     state, target_rf, movable = _random_change(n, racks, topics, seed, change, (1, 8))
     kw = dict(per_topic=mode != "none", topics_after_moves=mode == "moves first")
+    first_piece = split_mod._first_piece
+
+    def checked_first_piece(tg, cells, lexicographic):  # a lazy cell's first piece is _segments' of [0, 1)
+        got = first_piece(tg, cells, lexicographic)
+        zero = np.zeros(len(cells), dtype=np.int64)
+        want = split_mod._segments(tg, cells, zero, zero + 1, lexicographic)
+        assert np.array_equal(got[0], want[2]) and np.array_equal(got[1], want[3])
+        return got
+
     with mock.patch.object(split_mod, "PRUNE_FROM_ARCS", 0 if pruned else split_mod.PRUNE_FROM_ARCS), \
             mock.patch.object(split_mod, "PRUNE_SLACK", 0 if pruned else split_mod.PRUNE_SLACK), \
             mock.patch.object(split_mod, "LAZY_FROM_CELLS", 0 if lazy else split_mod.LAZY_FROM_CELLS), \
-            mock.patch.object(split_mod, "LAZY_SHARE", 0 if lazy else split_mod.LAZY_SHARE):
+            mock.patch.object(split_mod, "LAZY_SHARE", 0 if lazy else split_mod.LAZY_SHARE), \
+            mock.patch.object(split_mod, "_first_piece", checked_first_piece):
         split = _split(state, target_rf, movable, **kw)
     pooled = balance_pooled(state, target_rf, movable, **kw)
     if split is None or pooled.replicas is None:
