@@ -24,6 +24,7 @@ brokers. (A history-grown, rack-aware cluster of 1,000 brokers: rows 1, blocks 1
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 
@@ -40,15 +41,42 @@ def row_bounds(prob: FailoverProblem, choice: np.ndarray) -> np.ndarray:
 
 def bounds(prob: FailoverProblem, choice: np.ndarray, blocks: bool = False) -> tuple[np.ndarray, int]:
     """The rows' bounds and a scaled lower bound on the worst spread: their largest, and with ``blocks`` the
-    largest block bound too."""
-    p = prob
+    largest block bound too.
+
+    A pure function of the problem's intervals, forced rows, shares, survivors, replica sets (in any order) and
+    the rows' averages, so the last answer is kept with a digest of those (``_digest``): the certificate bounds
+    the plan's problem again, and when it is the failover stage's (the same sets, intervals and leader counts)
+    the answer is not computed twice (1.05 s at 3,000,000 replicas, against 0.1 s a digest)."""
+    avg = _row_average(prob, choice)
+    key = _digest(prob, avg, blocks)
+    if _LAST.get("key") == key:
+        rows, bound = _LAST["value"]
+        return rows.copy(), bound
+    value = _bounds(prob, avg, blocks)
+    _LAST.update(key=key, value=(value[0].copy(), value[1]))
+    return value
+
+
+_LAST: dict = {}  # the last answer of ``bounds`` and its inputs' digest
+
+
+def _digest(p: FailoverProblem, avg: tuple[np.ndarray, np.ndarray], blocks: bool) -> bytes:
+    """A digest of everything ``_bounds`` reads; the replica sets row by row in sorted order (the order of a
+    partition's replicas does not matter to it)."""
+    h = hashlib.sha256(np.array([p.N, p.D, int(blocks), *p.members.shape], dtype=np.int64))
+    for a in (p.lo, p.hi, p.fixed_L, p.fixed_M, p.R, p.valid, np.sort(p.members, axis=1), *avg):
+        h.update(np.ascontiguousarray(a))  # the buffer itself: no copy (sha256: 0.1 s a digest at 3,000 brokers)
+    return h.digest()
+
+
+def _bounds(p: FailoverProblem, avg: tuple[np.ndarray, np.ndarray], blocks: bool) -> tuple[np.ndarray, int]:
+    """``bounds`` from the rows' averages ``avg`` (rounded up, down)."""
     cap, nfree = co_members(p)
     lo2 = np.maximum(p.lo, p.fixed_L)
     need = np.maximum(lo2 - p.fixed_L, 0)
     low = p.D * (lo2[None, :] + p.fixed_M) - p.R  # smallest possible V[f, b] before f's free rows
-    avg_hi, avg_lo = _row_average(p, choice)
-    hmax = np.maximum(_fill_max(p, low, cap, need), avg_hi)
-    xmin = _largest_min(p, choice, cap, nfree)
+    hmax = np.maximum(_fill_max(p, low, cap, need), avg[0])
+    xmin = _largest_min(p, avg[1], cap, nfree)
     rows = np.where(p.valid.any(axis=1), np.maximum(hmax - xmin, 0), 0)
     worst = int(rows.max(initial=0))
     return rows, max(worst, _blocks(p, cap, xmin)) if blocks else worst
@@ -62,12 +90,13 @@ def _row_average(p: FailoverProblem, choice: np.ndarray) -> tuple[np.ndarray, np
     return -((-total) // n), total // n
 
 
-def _largest_min(p: FailoverProblem, choice: np.ndarray, cap: np.ndarray, nfree: np.ndarray) -> np.ndarray:
-    """Per row, an upper bound on its smallest value over every choice (the min side of the module doc)."""
+def _largest_min(p: FailoverProblem, avg_lo: np.ndarray, cap: np.ndarray, nfree: np.ndarray) -> np.ndarray:
+    """Per row, an upper bound on its smallest value over every choice (the min side of the module doc);
+    ``avg_lo``: the rows' averages rounded down."""
     hi2 = np.minimum(p.hi, p.fixed_L + nfree)
     avail = np.minimum(hi2 - p.fixed_L, nfree)
     base = p.D * (hi2[None, :] + p.fixed_M) - p.R  # largest possible V[f, b] before f's free rows
-    return np.minimum(_fill_min(p, base, cap, avail), _row_average(p, choice)[1])
+    return np.minimum(_fill_min(p, base, cap, avail), avg_lo)
 
 
 def in_leaders(prob: FailoverProblem, scaled: int) -> float:
@@ -133,7 +162,7 @@ BLOCK_MAX = 5  # brokers per candidate block
 def block_bound(prob: FailoverProblem, choice: np.ndarray) -> int:
     """The largest block bound (module doc) over greedy candidate blocks, scaled; 0 when there is none."""
     cap, nfree = co_members(prob)
-    return _blocks(prob, cap, _largest_min(prob, choice, cap, nfree))
+    return _blocks(prob, cap, _largest_min(prob, _row_average(prob, choice)[1], cap, nfree))
 
 
 def _blocks(p: FailoverProblem, cap: np.ndarray, xmin: np.ndarray) -> int:
