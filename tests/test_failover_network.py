@@ -410,21 +410,25 @@ def test_bisection_lookahead_probes_the_same_points():
                     assert plain == ((cut, True) if cut < hi else (None, None))
 
 
-@pytest.mark.parametrize("expect_met", [True, False])
-def test_bisection_lookahead_saves_the_expected_probes(expect_met):
-    """Where every probe goes as the lookahead expects, this process evaluates fewer points than the plain
-    bisection (the child evaluated the others), with the same answer."""
+@pytest.mark.parametrize("runs", ["met", "failed", "met then failed", "failed then met"])
+def test_bisection_lookahead_saves_the_expected_probes(runs):
+    """Where probes go as the lookahead expects (the first as ``expect_met`` says, each later one as the one
+    before), this process evaluates fewer points than the plain bisection (the child evaluated the others), with
+    the same answer: every probe met, every one failed, a run of each."""
     for hi in (8, 50, 101):
+        # the first probe is hi // 2: "met then failed" meets it and fails every later one, "failed then met" the
+        # other way round (a lookahead that kept its first guess would miss every later probe)
+        cut = {"met": 0, "failed": hi, "met then failed": hi // 2, "failed then met": hi // 2 + 1}[runs]
         seen = []
 
-        def met(k, cut=0 if expect_met else hi):
+        def met(k, cut=cut):
             seen.append(k)
             return k >= cut
         plain = ff._bisect(0, hi, 12, met)
         n_plain = len(seen)
         seen.clear()
-        assert ff._bisect(0, hi, 12, met, fork=True, expect_met=expect_met) == plain
-        assert len(seen) < n_plain
+        assert ff._bisect(0, hi, 12, met, fork=True, expect_met=runs.startswith("met")) == plain
+        assert len(seen) <= n_plain // 2 + 1, (hi, cut, len(seen), n_plain)  # about every other probe
 
 
 def test_merged_rows_are_used_only_when_few():

@@ -149,10 +149,11 @@ def _bisect(lo: int, hi: int, probes: int, evaluate, fork: bool = False,
     a choice rather than None).
 
     With ``fork``, while this process evaluates a point, a forked child (``flowbalance.forked``) evaluates the
-    point probed next if this one is met (``expect_met``; else the one probed next if it fails); its value is
-    used when the bisection gets there and thrown away otherwise. ``evaluate`` is a pure function of the point,
-    so the points decided and the answer are the same either way; a probe that goes as expected then costs no
-    extra time (two flows at once on two cores)."""
+    point probed next if this one goes as the last one went (met or not; ``expect_met`` before the first): runs
+    of one outcome are the rule as a bisection closes in (rf-change default: met, met, then four fails). Its
+    value is used when the bisection gets there and thrown away otherwise. ``evaluate`` is a pure function of
+    the point, so the points decided and the answer are the same either way; a probe that goes as expected then
+    costs no extra time (two flows at once on two cores)."""
     last, value, ahead = None, None, None  # ahead: (point, the child evaluating it)
     while lo < hi and probes > 0:
         mid = (lo + hi) // 2
@@ -167,7 +168,8 @@ def _bisect(lo: int, hi: int, probes: int, evaluate, fork: bool = False,
             more = lo < mid if expect_met else mid + 1 < hi
             ahead = (following, Forked(lambda: evaluate(following))) if fork and probes and more else None
             got = ahead[1].alongside(lambda: evaluate(mid)) if ahead is not None else evaluate(mid)
-        if got is not None and got is not False:
+        expect_met = got is not None and got is not False
+        if expect_met:
             last, value, hi = mid, got, mid
         else:
             lo = mid + 1
