@@ -111,6 +111,20 @@ def apply_changes_arrays(replicas: np.ndarray, rel_rows: np.ndarray, rel_cols: n
     return out
 
 
+def move_column(replicas: np.ndarray, rows: np.ndarray, col: np.ndarray, to: int) -> np.ndarray:
+    """``replicas`` with, in each of ``rows``, the entry of column ``col`` (>= ``to``) moved to column ``to`` and
+    the entries from ``to`` up to it one column later; the rest of the row, and its padding at the end, stay. One
+    gather for all rows (the leader and follower stages reorder up to hundreds of thousands of lists)."""
+    out = replicas.copy()
+    if not len(rows):
+        return out
+    col = np.asarray(col)[:, None]
+    j = np.arange(out.shape[1])[None, :]
+    src = np.where(j == to, col, np.where((j > to) & (j <= col), j - 1, j))
+    out[rows] = np.take_along_axis(out[rows], src, axis=1)
+    return out
+
+
 def sorted_unique(x: np.ndarray) -> np.ndarray:
     """``np.unique(x)`` by a sort: numpy 2.4's plain ``unique`` hashes first and then sorts the distinct values,
     5x slower on a million int64 keys."""

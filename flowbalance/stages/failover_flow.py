@@ -515,16 +515,11 @@ class _Arcs:
                                    for i in (0, 1)))
 
     @cached_property
-    def end_arcs(self) -> tuple[np.ndarray, np.ndarray]:
-        """The tails and heads of ``ends``, concatenated (``_cut_below``, every probe)."""
-        return tuple(np.concatenate([e[i] for e in self.ends]) for i in (0, 1))
-
-    @cached_property
     def cut_arcs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """For ``_cut_below``, among ``end_arcs``: the arcs into the sink and their tails, the arcs into a cell or
-        a leader and their heads (as positions from the first cell: cells, then leaders), and those nodes'
-        count."""
-        tails, heads = self.end_arcs
+        """For ``_cut_below``, among the arcs ``ends`` (concatenated): the arcs into the sink and their tails, the
+        arcs into a cell or a leader and their heads (as positions from the first cell: cells, then leaders), and
+        those nodes' count."""
+        tails, heads = (np.concatenate([e[i] for e in self.ends]) for i in (0, 1))
         base, sink = self.rows + self.lay.Q, self.nodes - 1
         width = sink - 1 - base
         into_sink = np.flatnonzero(heads == sink)

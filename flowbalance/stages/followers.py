@@ -21,7 +21,7 @@ import numpy as np
 from ..flow.mincost import solve_min_cost_split
 from ..flow.network import Network
 from ..model import PAD, ClusterState
-from .common import dense_unique
+from .common import dense_unique, move_column
 
 COMPILED_FROM_ROWS = 100_000  # partitions choosing a first follower from which the compiled solver runs (module doc)
 
@@ -39,7 +39,8 @@ def balance_followers(state: ClusterState, movable: np.ndarray) -> np.ndarray:
     new_col = np.ones(len(rows_all), dtype=np.int64)
     taken = _compiled(pc) if len(rows_all) >= COMPILED_FROM_ROWS else _by_flow(pc)
     new_col[pc.r[taken]] = pc.c[taken]
-    return _write(state.replicas, rows_all, new_col)
+    moved = np.flatnonzero(new_col != 1)
+    return move_column(state.replicas, rows_all[moved], new_col[moved], 1)
 
 
 @dataclass(frozen=True)
@@ -134,22 +135,3 @@ def _compiled(pc: _Pairs) -> np.ndarray:
 def _ends(keys: np.ndarray, leaders: np.ndarray) -> np.ndarray:
     """Where each leader's block starts in the sorted ``keys``, and the end."""
     return np.r_[np.searchsorted(keys, leaders), len(keys)]
-
-
-def _write(replicas: np.ndarray, rows_all: np.ndarray, new_col: np.ndarray) -> np.ndarray:
-    """``replicas`` with each row's chosen follower (column ``new_col``) moved to position 1."""
-    out = replicas.copy()
-    moved = np.flatnonzero(new_col != 1)
-    if len(moved):
-        rows = rows_all[moved]
-        block = out[rows].copy()
-        col = new_col[moved]
-        ff = block[np.arange(len(rows)), col]
-        # shift positions 1 .. col-1 one step right, then put the chosen follower at position 1
-        width = block.shape[1]
-        jj = np.arange(width)[None, :]
-        src = np.where((jj >= 2) & (jj <= col[:, None]), jj - 1, jj)
-        block = np.take_along_axis(block, src, axis=1)
-        block[:, 1] = ff
-        out[rows] = block
-    return out
