@@ -25,7 +25,9 @@ cells, when such cells are at least ``LAZY_SHARE`` of the receiving ones, their 
 a cell's first piece joins the first pruned solve when the cheapest-arc choice picks it, and a cell's pieces
 left are built when its next piece (the cheapest left: the marginal costs only rise) has a negative reduced
 cost under the solve's potentials, so the proof covers them all (``_LazyArcs``).
-Stage 1 at 3,000,000 replicas (9,000,000 cells): 11.6-12.8 -> 7.4-8.9 s, 25,300,000 -> 7,460,000 arcs built.
+Stage 1 at 3,000,000 replicas (9,000,000 cells): 11.6-12.8 -> 7.4-8.9 s, 25,300,000 -> 7,460,000 arcs built;
+then 4.7-7.5 s once the lazy cells' first pieces were read from the cost layout (``_first_piece``) and picked
+without joining them to the built arrivals (``cheapest_parts``; session 24).
 At 1,000,000 replicas (1,000,000 cells) it did not pay: 3,200,000 -> 2,060,000 arcs built, but the first pruned
 solve, offered only the empty cells' first pieces, then needed another round on the history case (1.5 -> 2.2 s)
 and gained nothing elsewhere; hence the threshold (docs/performance.md, session 23).
