@@ -186,6 +186,21 @@ def test_each_bound_is_below_the_brute_force_optimum(seed, brokers, partitions, 
     assert in_leaders(prob, proven_bound(prob, choice)) <= best + 1e-9
 
 
+def test_a_relaxation_at_zero_settles_after_one_chunk(monkeypatch):
+    """PDLP at the worst spread's floor (W = 0, nearly feasible) proves nothing more in later chunks: the solve
+    ends after the first, with the bound the full run of chunks proves (0)."""
+    state = generate_cluster(brokers=8, topics=8, partitions=(10, 30), rf=3, seed=0)
+    (prob, choice), _ = problem_of(state, np.ones(state.num_partitions, dtype=bool), False)
+    assert failover_lp.lp_fits(prob)
+    early = lp_bound(prob, choice)
+    assert early.value == 0.0 and early.iterations == failover_lp.LP_CHUNK
+    # without the floor rule: chunks until two prove nothing more, and no more proven
+    real = failover_lp._settled
+    monkeypatch.setattr(failover_lp, "_settled", lambda res, best, D: real(res, best, D) and best > 0)
+    full = lp_bound(prob, choice)
+    assert full.iterations > early.iterations and full.bound == early.bound == 0
+
+
 def block_heavy_state(rng: np.random.Generator, brokers: int, partitions: int):
     """RF-3 replica sets, most of them on two fixed triples of brokers: the blocks the block bound looks for."""
     ids = np.arange(brokers)

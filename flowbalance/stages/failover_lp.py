@@ -102,13 +102,18 @@ def lp_bound(prob: FailoverProblem, choice: np.ndarray, work: int = LP_WORK) -> 
 
 
 def _settled(res, best: int, D: int) -> bool:
-    """PDLP's iterate is nearly feasible and its objective (plus a margin) is within the bound already proven:
-    more iterations would not prove more (a rule for effort only; the bound is the flow's)."""
+    """PDLP's iterate is nearly feasible and its objective (plus a margin) is within the bound already proven, or
+    is 0 (the worst spread W at its floor): more iterations would not prove more (a rule for effort only; the
+    bound is the flow's). At W = 0 the relaxation balances every failover exactly, so its optimum is 0 up to
+    PDLP's tolerance: on the fleet benchmark's clusters a third of the relaxations end there (no later chunk
+    proved anything, at 0.1-0.5 s each)."""
     info = list(res.solve_log.solution_stats.convergence_information)
     if not info:
         return False
     c = info[0]
-    return c.l_inf_primal_residual < SETTLED_RESIDUAL and math.ceil((c.primal_objective + SETTLED_MARGIN) * D) <= best
+    at_floor = c.primal_objective <= 0.0
+    return c.l_inf_primal_residual < SETTLED_RESIDUAL and \
+        (at_floor or math.ceil((c.primal_objective + SETTLED_MARGIN) * D) <= best)
 
 
 class _Relaxation:
