@@ -48,9 +48,9 @@ def spark():
     """One real local Spark session per test process (Java 17 and the ``spark`` extra are required); under
     pytest-xdist one per worker. An in-process ``flowbalance fleet`` run reuses it (``session.start`` returns the
     running session)."""
-    from flowbalance.pipeline.session import LOG_CONFIG, start
+    from flowbalance.pipeline.session import driver_java_options, start
 
-    java = f"-Dlog4j2.configurationFile=file:{LOG_CONFIG} {FAST_JVM}"  # start's quiet log4j setting, and FAST_JVM
+    java = f"{driver_java_options(True)} {FAST_JVM}"  # start's own options (quiet log4j, the collector), FAST_JVM
     s = start("local[2]", app="flowbalance-tests", shuffle_partitions=1,
               conf={"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": java, **SPARK_TEST_CONF})
     yield s

@@ -357,3 +357,22 @@ def test_status_tracks_a_fleet_plan_from_its_sidecar(local_run, run_cli):
     d = json.loads(text)
     planned = len(json.loads((out / "alpha" / "plan.json").read_text())["partitions"])
     assert d["totals"]["not_started"] == planned and d["totals"]["done"] == 0 and not d["stale"], d["totals"]
+
+
+def test_a_driver_started_here_runs_the_throughput_collector(tmp_path):
+    """``session.start`` gives the JVM it launches the parallel (throughput) collector, unless the caller sets the
+    driver's options itself; log4j stays at errors (no Spark warning on stderr)."""
+    code = ("import sys, json; from flowbalance.pipeline.session import start\n"
+            "conf = json.loads(sys.argv[1])\n"
+            "s = start('local[1]', conf={'spark.ui.enabled': 'false', **conf})\n"
+            "beans = s.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()\n"
+            "print(sorted(b.getName() for b in beans)); s.stop()\n")
+    runs = {}
+    for name, conf in (("default", {}), ("own", {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"})):
+        run = subprocess.run([sys.executable, "-c", code, json.dumps(conf)], capture_output=True, text=True,
+                             timeout=240, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        runs[name] = run
+    assert runs["default"].stdout.strip() == "['PS MarkSweep', 'PS Scavenge']"
+    assert not re.search(r"\bWARN\b|log4j", runs["default"].stderr)  # the JVM's own "WARNING: ..." may show
+    assert runs["own"].stdout.strip() == "['Copy', 'MarkSweepCompact']"  # the caller's options win
