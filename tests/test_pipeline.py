@@ -370,7 +370,7 @@ def test_a_driver_started_here_runs_the_throughput_collector(tmp_path):
     runs = {}
     for name, conf in (("default", {}), ("own", {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"})):
         run = subprocess.run([sys.executable, "-c", code, json.dumps(conf)], capture_output=True, text=True,
-                             timeout=240, cwd=tmp_path)
+                             timeout=240, cwd=tmp_path, env=fast_jvm_env(dict(os.environ)))
         assert run.returncode == 0, run.stderr
         runs[name] = run
     assert runs["default"].stdout.strip() == "['PS MarkSweep', 'PS Scavenge']"
