@@ -103,6 +103,9 @@ def test_shape_solves_with_room_both_ways(g, data):
         sink = data.draw(st.integers(1, n - 1))
         value, left, back = shape.solve(fwd, bwd, 0, sink)
         assert value == solve_max_flow(n, np.r_[t, h], np.r_[h, t], np.r_[fwd, bwd], 0, sink)[1]
+        part = slice(data.draw(st.integers(0, len(arcs))), None, data.draw(st.integers(1, 3)))
+        assert [x.tolist() for x in shape.solve(fwd, bwd, 0, sink, read=part)[1:]] == [left[part].tolist(),
+                                                                                        back[part].tolist()]
         assert (left >= 0).all() and (back >= 0).all() and np.array_equal(left + back, fwd + bwd)
         net = np.zeros(n, dtype=np.int64)
         np.add.at(net, t, -(fwd - left))

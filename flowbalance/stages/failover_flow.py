@@ -371,10 +371,10 @@ def _augment_compiled(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, 
     rooms = [np.maximum(np.asarray(r, dtype=np.int64), 0) for r in rooms]
     forward = np.concatenate([out.astype(np.int64), 1 - held] + rooms)
     backward = np.concatenate([np.zeros(F, dtype=np.int64), held] + [np.zeros(len(r), np.int64) for r in rooms])
-    value, _, back = arcs.shape.solve(forward, backward, arcs.nodes - 2, arcs.nodes - 1)
+    value, _, back = arcs.shape.solve(forward, backward, arcs.nodes - 2, arcs.nodes - 1, read=slice(F, F + n_opt))
     if value < int(out.sum()):
         return None
-    new = np.flatnonzero(back[F:F + n_opt])  # one option a row, in row order (options are sorted by row)
+    new = np.flatnonzero(back)  # one option a row, in row order (options are sorted by row)
     if len(new) != F:
         raise FlowError(f"threshold flow: {len(new):,} options carry a row's unit, {F:,} rows")
     return new
@@ -511,7 +511,7 @@ class _Arcs:
         row -> pair node per option, then ``ends`` (``_augment_compiled`` gives each network's rooms)."""
         F, S = self.rows, self.nodes - 2
         units = [(np.full(F, S), np.arange(F)), (self.row_tail, self.opt_head)]
-        return Shape(self.nodes, *(np.concatenate([np.asarray(b[i], np.int64) for b in units + self.ends])
+        return Shape(self.nodes, *(np.concatenate([b[i] for b in units + self.ends], dtype=np.int64)
                                    for i in (0, 1)))
 
     @cached_property
