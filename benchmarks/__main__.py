@@ -155,7 +155,9 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}")
+    from .machine import describe
+
+    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}, {describe()}")
     if args.what in ("load", "all"):
         bench_load(out)
     if args.what in ("scale", "all"):

@@ -1,0 +1,40 @@
+"""What the machine costs beyond its cores: how long fresh memory takes to touch the first time.
+
+Why: on a virtual machine whose host backs guest memory lazily (and takes freed pages back: a balloon device's
+free page reporting), the first write to a page the guest has not used lately costs a trip to the host. On the
+2-core VM of docs/performance.md that is 2.4-2.6 s per GiB, against 0.2 s per GiB for memory the process used
+before; a plan at 1,000,000 replicas touches about 1 GiB fresh, at 3,000,000 about 3 GiB, so the same code's
+times move by seconds with the machine's state. Each benchmark prints this figure beside its machine line, so
+two runs can be told apart by it; the planner is never tuned to it.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+_PROBE = """
+import time
+import numpy as np
+n = {mib} * 2 ** 17  # int64 words
+t = time.perf_counter(); a = np.ones(n, np.int64); fresh = time.perf_counter() - t
+del a
+t = time.perf_counter(); a = np.ones(n, np.int64); reused = time.perf_counter() - t
+print(fresh * 1024 / {mib}, reused * 1024 / {mib})
+"""
+
+
+def first_touch(mib: int = 512) -> tuple[float, float] | None:
+    """(seconds per GiB to write fresh memory the first time, the same after the process freed it), measured on
+    ``mib`` MiB in a fresh process; None when the probe fails."""
+    res = subprocess.run([sys.executable, "-c", _PROBE.format(mib=int(mib))], capture_output=True, text=True)
+    try:
+        fresh, reused = (float(x) for x in res.stdout.split())
+    except ValueError:
+        return None
+    return fresh, reused
+
+
+def describe() -> str:
+    """The machine line's memory part: "fresh memory 2.45 s/GiB (reused 0.21)"."""
+    got = first_touch()
+    return "fresh memory: probe failed" if got is None else f"fresh memory {got[0]:.2f} s/GiB (reused {got[1]:.2f})"
