@@ -296,16 +296,26 @@ def test_method_md_split_example():
 
 
 @SETTINGS
-@given(st.integers(0, 10_000), st.sampled_from(["graded", "strict", "none"]))
-def test_split_segments_match_a_unit_by_unit_cut(seed, mode):
+@given(st.integers(0, 10_000), st.sampled_from(["graded", "strict", "none"]), st.booleans())
+def test_split_segments_match_a_unit_by_unit_cut(seed, mode, compiled):
     """The split network's parallel arcs per cell: the counts x in [first, end) grouped by the marginal-cost
     piece each falls in, as a loop over every x finds them (cell, units, cost, piece), in cell then piece order,
-    whatever the block of cells cut at a time; each unit's cost is the module doc's marginal cost of x."""
+    whatever the block of cells cut at a time, by numpy or (``compiled``, large clusters) by
+    ``segments_kernel``; each unit's cost is the module doc's marginal cost of x."""
     from types import SimpleNamespace
 
+    from flowbalance.stages import split as split_mod
     from flowbalance.stages.common import TOPIC_STEPS
     from flowbalance.stages.common import penalties
-    from flowbalance.stages.split import _layout, _segments
+    from flowbalance.stages.split import _layout
+
+    def _segments(*args, **kw):
+        saved = split_mod.COMPILED_SEGMENTS_FROM
+        split_mod.COMPILED_SEGMENTS_FROM = 0 if compiled else 10 ** 9
+        try:
+            return split_mod._segments(*args, **kw)
+        finally:
+            split_mod.COMPILED_SEGMENTS_FROM = saved
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 30))

@@ -54,6 +54,7 @@ from .stage_targets import StageTargets
 _NEG_INF = np.iinfo(np.int64).min // 4
 PRUNE_FROM_ARCS = 200_000  # networks this large are solved pruned first
 SEGMENT_BLOCK = 1 << 18  # cells cut into pieces at a time (``_segments``)
+COMPILED_SEGMENTS_FROM = 500_000  # cells from which ``_segments`` runs compiled (``segments_kernel``)
 PRUNE_SLACK = 32  # units of release / arrival arcs kept per node beyond its need in the first pruned solve
 LAZY_FROM_CELLS = 4_000_000  # from this many (topic, broker) cells, empty ones' arrival arcs are built on demand
 LAZY_SHARE = 0.5  # ... when they are at least this share of the receiving cells (else all are built at once)
@@ -340,6 +341,8 @@ def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.nd
     3,000 brokers, about 42,000,000 arcs) and no copy of the result."""
     lo, hi, below, above, costs = _layout(tg, cells, lexicographic)
     first, end = np.asarray(first, dtype=np.int64), np.asarray(end, dtype=np.int64)
+    if len(cells) >= COMPILED_SEGMENTS_FROM:
+        return _compiled_segments(cells, first, end, (lo, hi, below, above, costs))
     nb = len(below)
     # piece j > 0 starts at its base (lo or hi) + offset[j]; the last entry stands for the piece after the last,
     # asked of cells whose first piece is the last and never used (their arc is one piece: end - first)
@@ -377,6 +380,19 @@ def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.nd
         units[local[c > 0]] = units_first[part][c > 0]
         at = slice(int(head[i]), int(head[i]) + n)
         out[0][at], out[1][at], out[2][at], out[3][at] = np.repeat(cells[part], c), units, costs[k], k
+    return out
+
+
+def _compiled_segments(cells: np.ndarray, first: np.ndarray, end: np.ndarray, layout: tuple
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``_segments`` by ``segments_kernel`` (numba, imported here: large clusters only), on ``_layout``'s
+    arrays."""
+    from . import segments_kernel as sk
+
+    lo, hi, below, above, costs = (np.ascontiguousarray(x, dtype=np.int64) for x in layout)
+    n = sk.count(first, end, lo, hi, below, above)
+    out = (np.empty(n, dtype=cells.dtype), *(np.empty(n, dtype=np.int64) for _ in range(3)))
+    sk.segments(np.ascontiguousarray(cells), first, end, lo, hi, below, above, costs, *out)
     return out
 
 
