@@ -450,23 +450,3 @@ def test_feasibility_check_in_a_forked_child_gives_the_same_answer(g, check_afte
     assert (got is None) == (serial is None)
     if got is not None:
         assert np.array_equal(got[0], serial[0]) and np.array_equal(got[2], serial[2])
-
-
-def test_many_arcs_on_few_nodes_run_the_compiled_phases(monkeypatch):
-    """A network of few nodes runs the compiled phases from ``KERNEL_FROM_ARCS`` arcs (the pruned split network
-    at 1,000,000 replicas: 3,000-5,000 nodes, up to 930,000 arcs), with the same optimal cost as below it."""
-    import flowbalance.flow.primal_dual as pd
-
-    rng = np.random.default_rng(7)
-    n, m = 6, 40
-    tails, heads = rng.integers(0, n, m), rng.integers(0, n, m)
-    caps, costs = rng.integers(1, 4, m), rng.integers(0, 5, m)
-    supply = np.array([3, 0, 0, 0, 0, -3])
-    args = [np.asarray(x, dtype=np.int64) for x in (tails, heads, caps, costs, supply)]
-    monkeypatch.setattr(pd, "KERNEL_FROM_ARCS", m + 1)
-    assert pd._Residual(n, *args).kernel is None
-    below = pd.solve_primal_dual(n, *args)
-    monkeypatch.setattr(pd, "KERNEL_FROM_ARCS", m)
-    assert pd._Residual(n, *args).kernel is not None
-    above = pd.solve_primal_dual(n, *args)
-    assert below is not None and above is not None and below[1] == above[1]

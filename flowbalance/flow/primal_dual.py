@@ -1,7 +1,6 @@
 """Min-cost flow by the primal-dual method: shortest distances, then a max flow on the arcs those distances
-make admissible, phase after phase: on networks of ``KERNEL_FROM_NODES`` nodes or ``KERNEL_FROM_ARCS`` arcs or
-more both passes compiled by numba (``flow/phase_kernel.py``), on smaller ones scipy's Dijkstra and OR-Tools' max
-flow.
+make admissible, phase after phase: on networks of ``KERNEL_FROM_NODES`` nodes or more both passes compiled by
+numba (``flow/phase_kernel.py``), on smaller ones scipy's Dijkstra and OR-Tools' max flow.
 
 Why: the leader network is unit capacity with costs 0 and 1 (333,000 partitions, 1,000,000 candidates at
 1,000,000 replicas), and nearly every partition keeps its leader. OR-Tools' cost scaling refines the whole
@@ -13,11 +12,8 @@ Why two ways: a compiled phase is one walk over the part of the residual network
 on a 1,000,000-replica leader network, against 0.12–0.2 s for the numpy passes, which build a max-flow network
 each phase), but loading numba's compiled code costs about 0.45 s once per process. That pays on large networks
 (the leader network from about 300,000 replicas; one long tail there saves seconds) and not on small ones (the
-leader network of a 150,000-replica cluster: 0.25 s slower with the kernel). Large counts either nodes
-(``KERNEL_FROM_NODES``) or arcs (``KERNEL_FROM_ARCS``): the pruned split network of a 1,000,000-replica cluster
-has 3,000-5,000 nodes but 270,000-930,000 arcs, and a numpy phase walks every live one (history in 3 racks: its
-two solves 1.2-1.4 -> 0.85 s compiled; a cluster that large loads numba for its leader network anyway). Both
-give an optimum and its certificate; where optima tie they may pick different ones.
+leader network of a 150,000-replica cluster: 0.25 s slower with the kernel; the pruned split network has
+3,000 nodes). Both give an optimum and its certificate; where optima tie they may pick different ones.
 
 The method (Ford–Fulkerson's primal-dual; Ahuja, Magnanti & Orlin, *Network Flows*, 9.8): keep a pseudo-flow
 and node potentials under which every residual arc has a non-negative reduced cost. Start from the flow that
@@ -58,7 +54,6 @@ CHECK_AFTER = 3  # phases run before a forked feasibility check starts (module d
 CHECK_FORK_FROM_ARCS = 200_000  # networks this large check feasibility in a forked child, alongside the phases
 COST_LIMIT = 2 ** 52  # costs and distances from this on are refused: float64 (Dijkstra) sums would not be exact
 KERNEL_FROM_NODES = 100_000  # networks this large run the compiled phases (module doc)
-KERNEL_FROM_ARCS = 300_000  # and networks of this many arcs
 TREE_BELOW = 5  # a compiled max flow that sent fewer units than this is followed by single-path phases (module doc)
 TREE_RUN = 8  # single-path phases in a row before a max flow phase measures again
 
@@ -189,7 +184,7 @@ class _Residual:
         self.kernel = None
         self.last_sent = np.iinfo(np.int64).max  # units the last compiled max flow phase sent
         self.tree_run = 0  # single-path phases since it
-        if n >= KERNEL_FROM_NODES or self.E >= KERNEL_FROM_ARCS:
+        if n >= KERNEL_FROM_NODES:
             from . import phase_kernel  # numba: imported for a large network, not with the package (module doc)
 
             self.kernel, self.work = phase_kernel, phase_kernel.workspace(n, 2 * self.E)
