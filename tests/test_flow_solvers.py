@@ -89,14 +89,22 @@ def test_flow_per_arc_is_a_maximum_flow(solve, g):
 
 
 @settings(max_examples=300, deadline=None)
-@given(multigraphs(), st.data())
-def test_shape_solves_with_room_both_ways(g, data):
+@given(multigraphs(), st.data(), st.booleans())
+def test_shape_solves_with_room_both_ways(g, data, narrow):
     """One ``Shape`` solved with other rooms each time: room b against arc (u, v) is an arc (v, u) of capacity b
-    to OR-Tools; the value is the same, what is left stays within the rooms, and the net flow is conserved."""
+    to OR-Tools; the value is the same, what is left stays within the rooms, and the net flow is conserved;
+    with int32 slots (``narrow``, whenever they fit) or int64 ones."""
+    import flowbalance.flow.maxflow as mf
+
     n, arcs = g
     t = np.array([a[0] for a in arcs], dtype=np.int64)
     h = np.array([a[1] for a in arcs], dtype=np.int64)
-    shape = Shape(n, t, h)
+    saved, mf.SLOT_INT32_MAX = mf.SLOT_INT32_MAX, mf.SLOT_INT32_MAX if narrow else 0
+    try:
+        shape = Shape(n, t, h)
+    finally:
+        mf.SLOT_INT32_MAX = saved
+    assert shape.head.dtype == (np.int32 if narrow else np.int64)
     for _ in range(2):
         fwd = np.array(data.draw(st.lists(st.integers(0, 4), min_size=len(arcs), max_size=len(arcs))), np.int64)
         bwd = np.array(data.draw(st.lists(st.integers(0, 2), min_size=len(arcs), max_size=len(arcs))), np.int64)

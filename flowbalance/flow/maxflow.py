@@ -64,21 +64,28 @@ def solve_max_flow_dinic(num_nodes: int, tails: np.ndarray, heads: np.ndarray, c
     return _arc_flows(num_nodes, tails, heads, caps, res.flow), int(res.flow_value)
 
 
+SLOT_INT32_MAX = 2 ** 31 - 1  # a ``Shape`` whose slot positions and nodes stay within this keeps them int32
+
+
 class Shape:
     """Arcs (``tails``, ``heads``) on ``num_nodes`` nodes whose max flow is wanted again and again with other
     capacities: their residual slots sorted once (``phase_kernel.slot_order``), then each ``solve`` writes
     the slots' room and runs ``phase_kernel``'s max flow with every arc admissible (costs and potentials 0):
     shortest augmenting paths from one backward search's labels, relabelling only the nodes the paths meet
-    (module doc). numba is imported here, not with the package."""
+    (module doc). The slots' heads, positions and opposite slots are int32 while twice the arcs and the nodes
+    fit (``SLOT_INT32_MAX``): the failover stage's shape at 3,000,000 replicas (15,700,000 arcs) is 375 MiB
+    smaller and sorts in 0.62 s instead of 0.95-2.5 s. numba is imported here, not with the package."""
 
     def __init__(self, num_nodes: int, tails: np.ndarray, heads: np.ndarray):
         from . import phase_kernel as pk
 
-        tails = np.ascontiguousarray(tails, dtype=np.int64)
-        heads = np.ascontiguousarray(heads, dtype=np.int64)
+        tails, heads = np.asarray(tails), np.asarray(heads)
         if len(tails) and min(int(tails.min()), int(heads.min()), num_nodes - 1 - max(int(tails.max()),
                                                                                       int(heads.max()))) < 0:
             raise ValueError(f"tails, heads: node ids must lie in [0, {num_nodes})")
+        index = np.int32 if max(2 * len(tails), num_nodes) <= SLOT_INT32_MAX else np.int64
+        tails = np.ascontiguousarray(tails, dtype=index)
+        heads = np.ascontiguousarray(heads, dtype=index)
         self.kernel, self.n, self.E = pk, num_nodes, len(tails)
         self.indptr, self.head, self.where, self.mate = pk.slot_order(num_nodes, tails, heads)
         self.cost = np.zeros(2 * self.E, dtype=np.int64)  # every slot admissible: costs and potentials 0

@@ -70,7 +70,9 @@ def slot_order(n, tails, heads):
     head, where: each slot's position, slot i < E arc i forward and E + i backward; mate: each position's opposite
     slot's position). The positions first (two passes that read the arcs in order), then one pass that writes
     each arc's two slots: on the failover stage's threshold network at 3,000,000 replicas (15,700,000 arcs) 0.85
-    s, where writing every array in the positions' pass took 1.4 s (each array a pass of scattered writes)."""
+    s, where writing every array in the positions' pass took 1.4 s (each array a pass of scattered writes).
+    ``head``, ``where`` and ``mate`` have the dtype of ``tails`` (and ``heads``): int32 halves their memory where
+    the caller knows 2 x arcs and the nodes fit (0.62 s there, and 375 MiB less to touch)."""
     E = len(tails)
     indptr = np.zeros(n + 1, np.int64)
     for i in range(E):
@@ -79,15 +81,15 @@ def slot_order(n, tails, heads):
     for v in range(n):
         indptr[v + 1] += indptr[v]
     fill = indptr[:n].copy()
-    where = np.empty(2 * E, np.int64)
+    where = np.empty(2 * E, tails.dtype)
     for i in range(E):
         where[i] = fill[tails[i]]
         fill[tails[i]] += 1
     for i in range(E):  # after every forward slot: a node's backward slots come after its forward ones
         where[E + i] = fill[heads[i]]
         fill[heads[i]] += 1
-    head = np.empty(2 * E, np.int64)
-    mate = np.empty(2 * E, np.int64)
+    head = np.empty(2 * E, tails.dtype)
+    mate = np.empty(2 * E, tails.dtype)
     for i in range(E):
         p = where[i]
         q = where[E + i]

@@ -39,7 +39,7 @@ from functools import cached_property
 import numpy as np
 from ortools.graph.python import max_flow
 
-from ..flow.maxflow import Shape, solve_max_flow_dinic
+from ..flow.maxflow import SLOT_INT32_MAX, Shape, solve_max_flow_dinic
 from ..flow.mincost import FlowError, try_min_cost, try_min_cost_arrays
 from ..flow.network import Network
 from ..forked import Forked, can_fork
@@ -511,8 +511,9 @@ class _Arcs:
         row -> pair node per option, then ``ends`` (``_augment_compiled`` gives each network's rooms)."""
         F, S = self.rows, self.nodes - 2
         units = [(np.full(F, S), np.arange(F)), (self.row_tail, self.opt_head)]
-        return Shape(self.nodes, *(np.concatenate([b[i] for b in units + self.ends], dtype=np.int64)
-                                   for i in (0, 1)))
+        index = np.int32 if max(2 * (F + len(self.row_tail) + sum(len(e[0]) for e in self.ends)),
+                                self.nodes) <= SLOT_INT32_MAX else np.int64  # Shape's own choice: no copy there
+        return Shape(self.nodes, *(np.concatenate([b[i] for b in units + self.ends], dtype=index) for i in (0, 1)))
 
     @cached_property
     def cut_arcs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
