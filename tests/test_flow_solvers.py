@@ -111,6 +111,10 @@ def test_shape_solves_with_room_both_ways(g, data, narrow):
         sink = data.draw(st.integers(1, n - 1))
         value, left, back = shape.solve(fwd, bwd, 0, sink)
         assert value == solve_max_flow(n, np.r_[t, h], np.r_[h, t], np.r_[fwd, bwd], 0, sink)[1]
+        cut = data.draw(st.integers(0, len(arcs)))  # the same rooms in blocks: arrays, or a count of zeros
+        blocks = [fwd[:cut], fwd[cut:]], ([cut, bwd[cut:]] if not bwd[:cut].any() else [bwd[:cut], bwd[cut:]])
+        v2, left2, back2 = shape.solve(*blocks, 0, sink)
+        assert (v2, left2.tolist(), back2.tolist()) == (value, left.tolist(), back.tolist())
         part = slice(data.draw(st.integers(0, len(arcs))), None, data.draw(st.integers(1, 3)))
         assert [x.tolist() for x in shape.solve(fwd, bwd, 0, sink, read=part)[1:]] == [left[part].tolist(),
                                                                                         back[part].tolist()]
@@ -131,6 +135,10 @@ def test_shape_refuses_what_it_cannot_solve():
         shape.solve(np.ones(3, dtype=np.int64), np.ones(3, dtype=np.int64), 0, 2)
     with pytest.raises(ValueError, match="non-negative"):
         shape.solve(-one, one, 0, 2)
+    with pytest.raises(ValueError, match="got 1"):
+        shape.solve([one[:1]], one, 0, 2)
+    with pytest.raises(ValueError, match="one room per arc"):
+        shape.solve(one, [1, one], 0, 2)
     with pytest.raises(ValueError, match="source, sink"):
         shape.solve(one, one, 1, 1)
     assert shape.solve(one, 0 * one, 0, 2)[0] == 1

@@ -369,8 +369,8 @@ def _augment_compiled(prob: FailoverProblem, arcs: "_Arcs", choice: np.ndarray, 
     held = np.zeros(n_opt, dtype=np.int64)
     held[choice[~out]] = 1
     rooms = [np.maximum(np.asarray(r, dtype=np.int64), 0) for r in rooms]
-    forward = np.concatenate([out.astype(np.int64), 1 - held] + rooms)
-    backward = np.concatenate([np.zeros(F, dtype=np.int64), held] + [np.zeros(len(r), np.int64) for r in rooms])
+    forward = [out, 1 - held] + rooms  # blocks, in the shape's arc order
+    backward = [F, held, sum(len(r) for r in rooms)]
     value, _, back = arcs.shape.solve(forward, backward, arcs.nodes - 2, arcs.nodes - 1, read=slice(F, F + n_opt))
     if value < int(out.sum()):
         return None
