@@ -464,14 +464,19 @@ def _cut_below(arcs: "_Arcs", rooms: list, gone: int) -> bool:
     and every other arc into the sink (a leader whose pairs have less room than the rows it lost, say), so no
     flow re-places them all. A proof, so the answer is the maximum flow's: on 1000 racked brokers the failing
     probe's flow (1-2.4 s) is not needed. Only cells and leaders have arcs into the sink, and only the arcs
-    ``arcs.ends`` (capacities ``rooms``) lead into them, so those arcs decide (``arcs.cut_arcs``: only the arcs
-    into cells, leaders and the sink are read)."""
-    into_sink, into_node, tail_pos, head_pos, width = arcs.cut_arcs
-    cap = np.maximum(np.concatenate([np.asarray(r, dtype=np.int64) for r in rooms]), 0)
-    sink_cap = cap[into_sink]
-    need = np.bincount(tail_pos, weights=sink_cap, minlength=width)
-    have = np.bincount(head_pos, weights=cap[into_node], minlength=width)
-    cut = float(sink_cap.sum()) - need + have
+    ``arcs.ends`` (capacities ``rooms``) lead into them, so those arcs decide (``arcs.cut_arcs``: per block of
+    ``ends``, only the arcs into cells, leaders and the sink are read; no block is copied whole)."""
+    width = arcs.cut_width
+    need, have, total = np.zeros(width), np.zeros(width), 0
+    for (sink_at, sink_tail, node_at, node_head), room in zip(arcs.cut_arcs, rooms):
+        room = np.asarray(room, dtype=np.int64)
+        if len(sink_at):
+            cap = np.maximum(room[sink_at], 0)
+            need += np.bincount(sink_tail, weights=cap, minlength=width)
+            total += int(cap.sum())
+        if len(node_at):
+            have += np.bincount(node_head, weights=np.maximum(room[node_at], 0), minlength=width)
+    cut = float(total) - need + have
     return bool((cut[need > 0] < gone).any())
 
 
@@ -515,17 +520,24 @@ class _Arcs:
                                 self.nodes) <= SLOT_INT32_MAX else np.int64  # Shape's own choice: no copy there
         return Shape(self.nodes, *(np.concatenate([b[i] for b in units + self.ends], dtype=index) for i in (0, 1)))
 
+    @property
+    def cut_width(self) -> int:
+        """The cells' and leaders' count (``_cut_below`` numbers them from the first cell)."""
+        return self.nodes - 2 - (self.rows + self.lay.Q)
+
     @cached_property
-    def cut_arcs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """For ``_cut_below``, among the arcs ``ends`` (concatenated): the arcs into the sink and their tails, the
-        arcs into a cell or a leader and their heads (as positions from the first cell: cells, then leaders), and
-        those nodes' count."""
-        tails, heads = (np.concatenate([e[i] for e in self.ends]) for i in (0, 1))
+    def cut_arcs(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """For ``_cut_below``, per block of ``ends``: its arcs into the sink (positions in the block) and their
+        tails, its arcs into a cell or a leader and their heads (tails, heads as positions from the first cell:
+        cells, then leaders)."""
         base, sink = self.rows + self.lay.Q, self.nodes - 1
-        width = sink - 1 - base
-        into_sink = np.flatnonzero(heads == sink)
-        into_node = np.flatnonzero((heads >= base) & (heads < base + width))
-        return into_sink, into_node, tails[into_sink] - base, heads[into_node] - base, width
+        out = []
+        for tails, heads in self.ends:
+            into_sink = np.flatnonzero(heads == sink)
+            into_node = np.flatnonzero((heads >= base) & (heads < base + self.cut_width))
+            out.append((into_sink, tails[into_sink].astype(np.int64) - base, into_node,
+                        heads[into_node].astype(np.int64) - base))
+        return out
 
     @cached_property
     def single(self) -> np.ndarray:
