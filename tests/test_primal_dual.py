@@ -312,6 +312,17 @@ def test_compiled_slot_build_equals_the_numpy_one(g):
     assert small.kernel is None and large.kernel is not None
     for name in ("indptr", "head", "cost", "room", "where", "mate", "excess"):
         assert getattr(small, name).tolist() == getattr(large, name).tolist(), name
+    import flowbalance.flow.phase_kernel  # noqa: F401  (numba loaded: the compiled sort for the numpy phases)
+
+    saved, pd.SLOTS_COMPILED_FROM_ARCS = pd.SLOTS_COMPILED_FROM_ARCS, 0
+    try:
+        with _kernel_from(n + 1):
+            sorted_compiled = pd._Residual(n, *args)
+    finally:
+        pd.SLOTS_COMPILED_FROM_ARCS = saved
+    assert sorted_compiled.kernel is None
+    for name in ("indptr", "tail", "head", "cost", "room", "where", "mate", "excess"):
+        assert getattr(small, name).tolist() == getattr(sorted_compiled, name).tolist(), name
 
 
 def _residual_slots(rng, n: int, m: int, max_w: int):

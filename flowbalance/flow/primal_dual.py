@@ -43,6 +43,8 @@ The answer and the flow are the same either way (``_Check``).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from ortools.graph.python import max_flow
 from scipy.sparse import csr_matrix
@@ -54,6 +56,8 @@ CHECK_AFTER = 3  # phases run before a forked feasibility check starts (module d
 CHECK_FORK_FROM_ARCS = 200_000  # networks this large check feasibility in a forked child, alongside the phases
 COST_LIMIT = 2 ** 52  # costs and distances from this on are refused: float64 (Dijkstra) sums would not be exact
 KERNEL_FROM_NODES = 100_000  # networks this large run the compiled phases (module doc)
+SLOTS_COMPILED_FROM_ARCS = 200_000  # smaller networks of this many arcs sort their slots compiled, when numba is
+# loaded already (the same slots: only the time differs; the pruned split network at 1,000,000 replicas)
 TREE_BELOW = 5  # a compiled max flow that sent fewer units than this is followed by single-path phases (module doc)
 TREE_RUN = 8  # single-path phases in a row before a max flow phase measures again
 
@@ -169,7 +173,9 @@ class _Residual:
     that order: the room left on each slot is updated where a phase sends flow (``mate``: the position of the
     opposite slot), so a phase works on the slots as they are, not on a rebuild of them (the flow per arc is read
     back from the backward slots at the end). Large networks get the same slots from one compiled counting sort
-    (``phase_kernel.residual_slots``)."""
+    (``phase_kernel.residual_slots``), and so do networks of ``SLOTS_COMPILED_FROM_ARCS`` arcs or more in a
+    process that has loaded numba already: the numpy sort of the 917,000-arc pruned split network of a
+    1,000,000-replica cluster takes 0.2-0.3 s, the compiled one 0.05 s; the phases stay numpy's."""
 
     def __init__(self, n, tails, heads, caps, costs, supply):
         if len(costs) and int(np.abs(costs).max()) >= COST_LIMIT:
@@ -190,6 +196,13 @@ class _Residual:
             self.kernel, self.work = phase_kernel, phase_kernel.workspace(n, 2 * self.E)
             self.indptr, self.head, self.cost, self.room, self.where, self.mate = phase_kernel.residual_slots(
                 n, tails, heads, caps, costs, flow)  # the slots below, by one compiled counting sort
+            return
+        if self.E >= SLOTS_COMPILED_FROM_ARCS and "numba" in sys.modules:  # the same slots, sorted compiled
+            from . import phase_kernel
+
+            self.indptr, self.head, self.cost, self.room, self.where, self.mate = phase_kernel.residual_slots(
+                n, tails, heads, caps, costs, flow)
+            self.tail = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr))
             return
         slot_tail = np.concatenate([tails, heads])
         self.order = _stable_order(slot_tail, n)
