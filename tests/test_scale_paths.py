@@ -320,7 +320,8 @@ def test_split_segments_match_a_unit_by_unit_cut(seed, mode, compiled):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 30))
     tlo = rng.integers(0, 6, n)
-    tg = SimpleNamespace(per_topic=mode != "none", tlo=tlo, thi=tlo + rng.integers(0, 3, n), total=50)
+    tg = SimpleNamespace(per_topic=mode != "none", tlo=tlo, thi=tlo + rng.integers(0, 3, n), total=50,
+                         si=SimpleNamespace(Pm=10 ** 6))  # movable partitions: enough for the compiled cut
     cells = np.sort(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False))
     first = rng.integers(0, 8, len(cells))
     end = first + rng.integers(0, 12, len(cells))

@@ -4,8 +4,9 @@ pass that counts the pieces and one that writes them, cell by cell.
 Why: the numpy version works on whole arrays (a cell's first and last piece, the interval's piece, the whole
 ones between), ten or so passes over the cells and repeats over the arcs; at 1,000,000 replicas it takes
 0.3-0.8 s a plan (two calls, 1,000,000-3,000,000 cells), at 3,000,000 replicas 1.5 s. Here it is two walks over
-the cells. Large cell counts only (``split.COMPILED_SEGMENTS_FROM``): loading numba costs about 0.45 s once per
-process, and clusters that large load it for the leader network anyway. The two give the same arrays (tested).
+the cells. Large cell counts of clusters whose leader network loads numba anyway only
+(``split.COMPILED_SEGMENTS_FROM`` cells, ``primal_dual.KERNEL_FROM_NODES`` movable partitions): loading numba
+costs about 0.45 s once per process. The two give the same arrays (tested).
 
 The step function (``split._layout``): piece 0 starts at -infinity, piece j in 1..nb at ``lo + below[j - 1]``,
 piece j in nb + 1..nb + na at ``hi + above[j - nb - 1]``; piece k costs ``costs[k]`` up to the next start.

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..flow.mincost import try_min_cost
 from ..flow.network import Network, convex_arcs
+from ..flow.primal_dual import KERNEL_FROM_NODES
 from ..flow.pruned import cheapest, cheapest_parts, solve_pruned
 from ..model import ClusterState
 from ..racks import rack_bounds
@@ -54,7 +55,8 @@ from .stage_targets import StageTargets
 _NEG_INF = np.iinfo(np.int64).min // 4
 PRUNE_FROM_ARCS = 200_000  # networks this large are solved pruned first
 SEGMENT_BLOCK = 1 << 18  # cells cut into pieces at a time (``_segments``)
-COMPILED_SEGMENTS_FROM = 500_000  # cells from which ``_segments`` runs compiled (``segments_kernel``)
+COMPILED_SEGMENTS_FROM = 500_000  # cells from which ``_segments`` runs compiled (``segments_kernel``), when the
+# movable partitions reach ``primal_dual.KERNEL_FROM_NODES`` (the leader network then loads numba anyway)
 PRUNE_SLACK = 32  # units of release / arrival arcs kept per node beyond its need in the first pruned solve
 LAZY_FROM_CELLS = 4_000_000  # from this many (topic, broker) cells, empty ones' arrival arcs are built on demand
 LAZY_SHARE = 0.5  # ... when they are at least this share of the receiving cells (else all are built at once)
@@ -341,7 +343,7 @@ def _segments(tg: StageTargets, cells: np.ndarray, first: np.ndarray, end: np.nd
     3,000 brokers, about 42,000,000 arcs) and no copy of the result."""
     lo, hi, below, above, costs = _layout(tg, cells, lexicographic)
     first, end = np.asarray(first, dtype=np.int64), np.asarray(end, dtype=np.int64)
-    if len(cells) >= COMPILED_SEGMENTS_FROM:
+    if len(cells) >= COMPILED_SEGMENTS_FROM and tg.si.Pm >= KERNEL_FROM_NODES:
         return _compiled_segments(cells, first, end, (lo, hi, below, above, costs))
     nb = len(below)
     # piece j > 0 starts at its base (lo or hi) + offset[j]; the last entry stands for the piece after the last,
