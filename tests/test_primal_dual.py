@@ -461,3 +461,29 @@ def test_feasibility_check_in_a_forked_child_gives_the_same_answer(g, check_afte
     assert (got is None) == (serial is None)
     if got is not None:
         assert np.array_equal(got[0], serial[0]) and np.array_equal(got[2], serial[2])
+
+
+@settings(max_examples=300, deadline=None)
+@given(networks())
+def test_compiled_search_gives_the_numpy_phases_flow(g):
+    """The numpy phases with their slots sorted, distances found and admissible slots picked by ``phase_kernel``
+    (a large network in a process that has loaded numba) send exactly the numpy phases' flow, with the same
+    potentials: the same arcs reach OR-Tools' max flow in the same order."""
+    import flowbalance.flow.phase_kernel  # noqa: F401  (numba loaded)
+    import flowbalance.flow.primal_dual as pd
+
+    n, tails, heads, caps, costs, supply = g
+    if int(supply.sum()) != 0:
+        return
+    with _kernel_from(n + 1):
+        want = primal_dual(n, tails, heads, caps, costs, supply, check_after=-1)
+        saved, pd.SLOTS_COMPILED_FROM_ARCS = pd.SLOTS_COMPILED_FROM_ARCS, 0
+        try:
+            assert pd._Residual(n, *(np.asarray(x, np.int64) for x in (tails, heads, caps, costs, supply))
+                                ).compiled_search is not None
+            got = primal_dual(n, tails, heads, caps, costs, supply, check_after=-1)
+        finally:
+            pd.SLOTS_COMPILED_FROM_ARCS = saved
+    assert (got is None) == (want is None)
+    if got is not None:
+        assert got[0].tolist() == want[0].tolist() and got[1] == want[1] and got[2].tolist() == want[2].tolist()

@@ -188,6 +188,7 @@ class _Residual:
         np.add.at(self.excess, heads[neg], flow[neg])
         self.pot = np.zeros(n, dtype=np.int64)
         self.kernel = None
+        self.compiled_search = None  # phase_kernel when the numpy phases search compiled (``_numpy_phase``)
         self.last_sent = np.iinfo(np.int64).max  # units the last compiled max flow phase sent
         self.tree_run = 0  # single-path phases since it
         if n >= KERNEL_FROM_NODES:
@@ -203,6 +204,7 @@ class _Residual:
             self.indptr, self.head, self.cost, self.room, self.where, self.mate = phase_kernel.residual_slots(
                 n, tails, heads, caps, costs, flow)
             self.tail = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr))
+            self.compiled_search, self.work = phase_kernel, phase_kernel.workspace(n, 2 * self.E)
             return
         slot_tail = np.concatenate([tails, heads])
         self.order = _stable_order(slot_tail, n)
@@ -258,7 +260,11 @@ class _Residual:
 
     def _numpy_phase(self) -> int | None:
         """A phase by numpy passes over the live slots, scipy's Dijkstra and OR-Tools' max flow: the units sent,
-        None when no deficit can be reached."""
+        None when no deficit can be reached. With ``compiled_search`` the distances and the admissible slots
+        come from ``phase_kernel`` (the same ones: shortest distances are unique), the max flow from OR-Tools
+        as here, so the phase sends the same flow."""
+        if self.compiled_search is not None:
+            return self._searched_phase()
         lv = np.flatnonzero(self.room > 0)  # the live slots' positions
         tl, hl = self.tail[lv], self.head[lv]
         reduced = self.cost[lv] + self.pot[tl] - self.pot[hl]
@@ -271,6 +277,20 @@ class _Residual:
         # admissible: reduced cost 0 now; only nodes within D can be reached from an excess over such arcs
         zero = np.flatnonzero(reduced + raise_by[tl] - raise_by[hl] == 0)
         return self._augment(lv[zero[near[tl[zero]] & near[hl[zero]]]], src, dst)
+
+    def _searched_phase(self) -> int | None:
+        """``_numpy_phase`` with the distances, the raise and the admissible slots from ``phase_kernel``."""
+        k, w = self.compiled_search, self.work
+        D = k.shortest_distances(self.n, self.indptr, self.head, self.cost, self.room, self.pot, self.excess,
+                                 w.dist, w.reached, w.queue, w.following, w.heap_keys, w.heap_nodes, w.parent, False)
+        if D == k.NONE:
+            return None
+        if D >= COST_LIMIT:
+            raise CostRangeError(f"shortest distance {D} reaches {COST_LIMIT}")
+        k.raise_potentials(self.n, self.pot, w.dist, w.reached, D)
+        adm = w.heap_keys[:k.admissible_positions(self.n, self.indptr, self.head, self.cost, self.room, self.pot,
+                                                  w.reached, w.heap_keys)].copy()  # scratch: 2E + 1 slots
+        return self._augment(adm, np.flatnonzero(self.excess > 0), np.flatnonzero(self.excess < 0))
 
     def _dijkstra(self, tl: np.ndarray, hl: np.ndarray, reduced: np.ndarray, src: np.ndarray, dst: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray] | None:
