@@ -100,29 +100,17 @@ def slot_order(n, tails, heads):
     return indptr, head, where, mate
 
 
-@njit(cache=True)
-def _costs_and_rooms(where, caps, costs, flow):
-    """Per slot position: its cost (an arc's backward slot: minus the arc's) and room (forward: capacity less
-    flow; backward: the flow)."""
-    E = len(caps)
-    cost = np.empty(2 * E, np.int64)
-    room = np.empty(2 * E, np.int64)
-    for i in range(E):
-        p = where[i]
-        q = where[E + i]
-        cost[p] = costs[i]
-        cost[q] = -costs[i]
-        room[p] = caps[i] - flow[i]
-        room[q] = flow[i]
-    return cost, room
-
-
 def residual_slots(n, tails, heads, caps, costs, flow):
     """The residual slots of arcs (``tails``, ``heads``, ``caps``, ``costs``) carrying ``flow``: ``slot_order``'s
-    order, as (indptr, head, cost, room, where, mate). Compiled passes over the arcs where the numpy build sorts and
-    gathers (0.5 s for 1,300,000 arcs, 1.1 s for 2,600,000)."""
+    order, as (indptr, head, cost, room, where, mate); each backward slot costs minus its arc's cost, and has the
+    arc's flow as room (a forward one: capacity less flow). Compiled passes and four numpy scatters where the
+    numpy build sorts and gathers (0.5 s for 1,300,000 arcs, 1.1 s for 2,600,000)."""
     indptr, head, where, mate = slot_order(n, tails, heads)
-    cost, room = _costs_and_rooms(where, caps, costs, flow)
+    E = len(tails)
+    forward, backward = where[:E], where[E:]
+    cost, room = np.empty(2 * E, np.int64), np.empty(2 * E, np.int64)
+    cost[forward], cost[backward] = costs, -costs
+    room[forward], room[backward] = caps - flow, flow
     return indptr, head, cost, room, where, mate
 
 

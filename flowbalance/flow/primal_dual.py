@@ -243,14 +243,8 @@ class _Residual:
         k, w = self.kernel, self.work
         single = self.last_sent < TREE_BELOW and self.tree_run < TREE_RUN
         self.tree_run = self.tree_run + 1 if single else 0
-        D = k.shortest_distances(self.n, self.indptr, self.head, self.cost, self.room, self.pot, self.excess,
-                                 w.dist, w.reached, w.queue, w.following, w.heap_keys, w.heap_nodes, w.parent, single)
-        if D == k.NONE:
+        if not self._search_and_raise(k, single):
             return None
-        if D >= COST_LIMIT:
-            raise CostRangeError(f"shortest distance {D} reaches {COST_LIMIT}")
-        if k.raise_potentials(self.n, self.pot, w.dist, w.reached, D) >= 2 * COST_LIMIT:
-            raise CostRangeError(f"a potential reaches {2 * COST_LIMIT}")
         if single:
             return k.augment_path(self.head, self.room, self.mate, self.excess, w.parent, w.queue[0])
         self.last_sent = k.admissible_max_flow(self.n, self.indptr, self.head, self.cost, self.room, self.mate,
@@ -281,16 +275,26 @@ class _Residual:
     def _searched_phase(self) -> int | None:
         """``_numpy_phase`` with the distances, the raise and the admissible slots from ``phase_kernel``."""
         k, w = self.compiled_search, self.work
-        D = k.shortest_distances(self.n, self.indptr, self.head, self.cost, self.room, self.pot, self.excess,
-                                 w.dist, w.reached, w.queue, w.following, w.heap_keys, w.heap_nodes, w.parent, False)
-        if D == k.NONE:
+        if not self._search_and_raise(k, False):
             return None
-        if D >= COST_LIMIT:
-            raise CostRangeError(f"shortest distance {D} reaches {COST_LIMIT}")
-        k.raise_potentials(self.n, self.pot, w.dist, w.reached, D)
         adm = w.heap_keys[:k.admissible_positions(self.n, self.indptr, self.head, self.cost, self.room, self.pot,
                                                   w.reached, w.heap_keys)].copy()  # scratch: 2E + 1 slots
         return self._augment(adm, np.flatnonzero(self.excess > 0), np.flatnonzero(self.excess < 0))
+
+    def _search_and_raise(self, k, first_only: bool) -> bool:
+        """``phase_kernel``'s (``k``) shortest distances from the excesses, and the potentials raised by them (the
+        scratch arrays ``self.work`` then hold the search); False when no deficit can be reached."""
+        w = self.work
+        D = k.shortest_distances(self.n, self.indptr, self.head, self.cost, self.room, self.pot, self.excess,
+                                 w.dist, w.reached, w.queue, w.following, w.heap_keys, w.heap_nodes, w.parent,
+                                 first_only)
+        if D == k.NONE:
+            return False
+        if D >= COST_LIMIT:
+            raise CostRangeError(f"shortest distance {D} reaches {COST_LIMIT}")
+        if k.raise_potentials(self.n, self.pot, w.dist, w.reached, D) >= 2 * COST_LIMIT:
+            raise CostRangeError(f"a potential reaches {2 * COST_LIMIT}")
+        return True
 
     def _dijkstra(self, tl: np.ndarray, hl: np.ndarray, reduced: np.ndarray, src: np.ndarray, dst: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray] | None:
