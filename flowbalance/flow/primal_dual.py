@@ -13,7 +13,10 @@ on a 1,000,000-replica leader network, against 0.12–0.2 s for the numpy passes
 each phase), but loading numba's compiled code costs about 0.45 s once per process. That pays on large networks
 (the leader network from about 300,000 replicas; one long tail there saves seconds) and not on small ones (the
 leader network of a 150,000-replica cluster: 0.25 s slower with the kernel; the pruned split network has
-3,000 nodes). Both give an optimum and its certificate; where optima tie they may pick different ones.
+3,000 nodes). Both give an optimum and its certificate; where optima tie they may pick different ones. A network
+on numpy phases with ``SLOTS_COMPILED_FROM_ARCS`` arcs, in a process that has loaded numba already, sorts its
+slots and finds each phase's distances and admissible arcs compiled, with OR-Tools' max flow on the same arcs in
+the same order: the numpy phases' own flow, faster (``_searched_phase``).
 
 The method (Ford–Fulkerson's primal-dual; Ahuja, Magnanti & Orlin, *Network Flows*, 9.8): keep a pseudo-flow
 and node potentials under which every residual arc has a non-negative reduced cost. Start from the flow that
