@@ -2,7 +2,7 @@
 
 Why: on a virtual machine whose host backs guest memory lazily (and takes freed pages back: a balloon device's
 free page reporting), the first write to a page the guest has not used lately costs a trip to the host. On the
-2-core VM of docs/performance.md that is 2.4-2.6 s per GiB, against 0.2 s per GiB for memory the process used
+2-core VM of docs/performance.md that is 1.1-2.6 s per GiB (over one day), against 0.2 s per GiB for memory used
 before; a plan at 1,000,000 replicas touches about 1 GiB fresh, at 3,000,000 about 3 GiB, so the same code's
 times move by seconds with the machine's state. Each benchmark prints this figure beside its machine line, so
 two runs can be told apart by it; the planner is never tuned to it.

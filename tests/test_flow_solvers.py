@@ -139,6 +139,8 @@ def test_shape_refuses_what_it_cannot_solve():
         shape.solve([one[:1]], one, 0, 2)
     with pytest.raises(ValueError, match="one room per arc"):
         shape.solve(one, [1, one], 0, 2)
+    with pytest.raises(ValueError, match="non-negative, got -1"):
+        shape.solve(one, [-1, one, one], 0, 2)
     with pytest.raises(ValueError, match="source, sink"):
         shape.solve(one, one, 1, 1)
     assert shape.solve(one, 0 * one, 0, 2)[0] == 1

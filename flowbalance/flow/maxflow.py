@@ -123,6 +123,8 @@ class Shape:
         at = 0
         for block in blocks:
             if isinstance(block, (int, np.integer)):
+                if block < 0:
+                    raise ValueError(f"{name}: a count of arcs without room must be non-negative, got {block}")
                 at += int(block)
                 continue
             block = np.asarray(block, dtype=np.int64)
