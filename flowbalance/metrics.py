@@ -202,9 +202,12 @@ def _failover_rows(fs: np.ndarray, L: np.ndarray, M: np.ndarray, live: np.ndarra
     w = np.where(surv, weight[None, :], 0.0)
     tot = np.where(surv, after, 0.0).sum(axis=1, keepdims=True)
     share = tot * w / w.sum(axis=1, keepdims=True)
-    dev = np.where(surv, after - share, np.nan)
-    cnt = np.where(surv, after, np.nan)
-    return np.nanmin(cnt, axis=1), np.nanmax(cnt, axis=1), np.nanmax(dev, axis=1) - np.nanmin(dev, axis=1)
+    dev = after - share
+    # every row has a survivor (two live brokers or more): the masked reductions need no NaN-filled copies
+    extremes = [(x.min(axis=1, where=surv, initial=np.inf), x.max(axis=1, where=surv, initial=-np.inf))
+                for x in (after, dev)]
+    (cnt_lo, cnt_hi), (dev_lo, dev_hi) = extremes
+    return cnt_lo, cnt_hi, dev_hi - dev_lo
 
 
 def rack_failover(state: ClusterState) -> Failover:
