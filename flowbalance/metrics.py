@@ -203,11 +203,10 @@ def _failover_rows(fs: np.ndarray, L: np.ndarray, M: np.ndarray, live: np.ndarra
     tot = np.where(surv, after, 0.0).sum(axis=1, keepdims=True)
     share = tot * w / w.sum(axis=1, keepdims=True)
     dev = after - share
-    # every row has a survivor (two live brokers or more): the masked reductions need no NaN-filled copies
-    extremes = [(x.min(axis=1, where=surv, initial=np.inf), x.max(axis=1, where=surv, initial=-np.inf))
-                for x in (after, dev)]
-    (cnt_lo, cnt_hi), (dev_lo, dev_hi) = extremes
-    return cnt_lo, cnt_hi, dev_hi - dev_lo
+    # every row has a survivor (two live brokers or more): reductions masked by ``surv``, no NaN-filled copies
+    low, high = {"where": surv, "initial": np.inf}, {"where": surv, "initial": -np.inf}
+    return (after.min(axis=1, **low), after.max(axis=1, **high),
+            dev.max(axis=1, **high) - dev.min(axis=1, **low))
 
 
 def rack_failover(state: ClusterState) -> Failover:
