@@ -1,4 +1,4 @@
-"""Scale benchmark: eight clusters, each planned in its own process so that peak memory is that case's alone.
+"""Scale benchmark: nine clusters, each planned in its own process so that peak memory is that case's alone.
 
     python -m benchmarks scale [--out DIR] [--only NAME] [--modes default,strict,no-per-topic,bytes] [--series]
 
@@ -54,6 +54,11 @@ CASES = {
     "rf-change-10pct-topics": (
         ["--brokers", "1000", "--topics", "1000", "--partitions", "333-334", "--rf", "3", "--layout", "balanced",
          "--seed", "1"], {"rf_every_tenth_topic": 4}, []),
+    # a mid-size cluster, Kafka-placed and grown in 4 waves: 200 brokers, about 240,000 replicas (where the failover
+    # stage's convex flows run: their work limit lets clusters this size take them, not 1,000,000-replica ones)
+    "kafka-history-200-in-3-racks": (
+        ["--brokers", "200", "--racks", "3", "--rack-aware", "--layout", "kafka", "--history", "4", "--topics", "400",
+         "--partitions", "100-300", "--rf", "3", "--seed", "3"], {}, []),
 }
 HEADLINE = "add-10-to-990"
 # the scaling series: the same layout (skewed, RF 3, about 1,000 replicas per broker) at four sizes
