@@ -52,7 +52,7 @@ def within(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, live: np.ndarray)
 def share_intervals(totals: np.ndarray, weight_live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per group (e.g. topic) and live broker: [floor, ceil] of the group's total times the broker's weight share,
     flattened group-major. With equal weights every broker's share is the same float, so each group's interval is
-    computed once and repeated (the same arrays: 0.2-0.6 s -> 0.02 s at 3,000 topics x 3,000 brokers)."""
+    computed once and repeated (the same arrays; alone 0.06-0.66 s -> 0.01-0.02 s at 3,000 topics x 3,000 brokers)."""
     weight_live = np.asarray(weight_live)
     share = weight_live / weight_live.sum()
     if len(share) and (share == share[0]).all():
