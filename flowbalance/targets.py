@@ -21,11 +21,8 @@ def quotas(total: int, weight: np.ndarray, live: np.ndarray) -> np.ndarray:
 
 def intervals(total: int, weight: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Integer intervals [lo, hi] per broker with sum(lo) <= total <= sum(hi)."""
-    q = quotas(total, weight, live)
-    lo = np.floor(q + _EPS).astype(np.int64)
-    hi = np.ceil(q - _EPS).astype(np.int64)
-    hi = np.maximum(hi, lo)
-    return lo, hi
+    lo, hi = _floor_ceil(quotas(total, weight, live))
+    return lo, np.maximum(hi, lo)
 
 
 def min_arrivals(counts: np.ndarray, total_after: int, lo: np.ndarray, hi: np.ndarray, live: np.ndarray) -> int:
@@ -56,11 +53,14 @@ def share_intervals(totals: np.ndarray, weight_live: np.ndarray) -> tuple[np.nda
     weight_live = np.asarray(weight_live)
     share = weight_live / weight_live.sum()
     if len(share) and (share == share[0]).all():
-        q = np.asarray(totals) * share[0]
-        n = len(share)
-        return np.repeat(np.floor(q + 1e-9).astype(np.int64), n), np.repeat(np.ceil(q - 1e-9).astype(np.int64), n)
-    q = np.asarray(totals)[:, None] * share[None, :]
-    return np.floor(q + 1e-9).astype(np.int64).ravel(), np.ceil(q - 1e-9).astype(np.int64).ravel()
+        lo, hi = _floor_ceil(np.asarray(totals) * share[0])
+        return np.repeat(lo, len(share)), np.repeat(hi, len(share))
+    return _floor_ceil((np.asarray(totals)[:, None] * share[None, :]).ravel())
+
+
+def _floor_ceil(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[floor, ceil] of shares ``q`` within ``_EPS`` of an integer (int64)."""
+    return np.floor(q + _EPS).astype(np.int64), np.ceil(q - _EPS).astype(np.int64)
 
 
 def capped_quotas(total: np.ndarray, weight: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -91,10 +91,8 @@ def capped_intervals(total: int, weight: np.ndarray, live: np.ndarray, cap: np.n
     if not (np.asarray(cap)[live] >= 0).any():
         return intervals(total, weight, live)
     q = capped_quotas(np.array([total]), np.where(live, weight, 0.0), np.where(live, cap, -1)[None, :])[0]
-    q = np.where(live, q, 0.0)
-    lo = np.floor(q + _EPS).astype(np.int64)
-    hi = np.maximum(np.ceil(q - _EPS).astype(np.int64), lo)
-    return lo, hi
+    lo, hi = _floor_ceil(np.where(live, q, 0.0))
+    return lo, np.maximum(hi, lo)
 
 
 def load_intervals(total: int, weight: np.ndarray, live: np.ndarray, cap: np.ndarray | None = None,
@@ -133,5 +131,4 @@ def capped_share_intervals(totals: np.ndarray, weight_live: np.ndarray, cap: np.
     group-major. Without caps this is ``share_intervals`` exactly."""
     if cap is None or not (cap >= 0).any():
         return share_intervals(totals, weight_live)
-    q = capped_quotas(np.asarray(totals), weight_live, cap)
-    return np.floor(q + 1e-9).astype(np.int64).ravel(), np.ceil(q - 1e-9).astype(np.int64).ravel()
+    return _floor_ceil(capped_quotas(np.asarray(totals), weight_live, cap).ravel())
