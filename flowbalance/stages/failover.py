@@ -165,7 +165,7 @@ def _relaxed(prob: FailoverProblem, start: np.ndarray, found: tuple[np.ndarray, 
     With topic intervals the counts stay (other counts would need them kept too): the convex flows run from the
     start instead."""
     choice, method = found
-    lp = lp_bound(prob, choice)
+    lp = lp_bound(prob, choice, floor=bound)
     proven, bound = lp.bound, max(bound, lp.bound)
     if int(spreads(prob, choice).max()) <= bound:
         return _fewer_at_worst(prob, found, bound, row_lb), proven

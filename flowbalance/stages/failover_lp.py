@@ -57,7 +57,7 @@ def proven_bound(prob: FailoverProblem, choice: np.ndarray) -> int:
     bound = bounds(prob, choice, blocks=True)[1]
     worst = int((lambda hi, lo: (hi - lo).max())(*row_extremes(prob, values(prob, *loads(prob, choice)))))
     if worst > bound and lp_fits(prob):
-        bound = max(bound, lp_bound(prob, choice).bound)
+        bound = max(bound, lp_bound(prob, choice, floor=bound).bound)
     return bound
 
 
@@ -72,10 +72,13 @@ def _brokers_only(prob: FailoverProblem) -> FailoverProblem:
     return prob if prob.topic_of is None else replace(prob, topic_of=None, tlo=None, thi=None)
 
 
-def lp_bound(prob: FailoverProblem, choice: np.ndarray, work: int = LP_WORK) -> LpResult:
+def lp_bound(prob: FailoverProblem, choice: np.ndarray, work: int = LP_WORK, floor: int = 0) -> LpResult:
     """The relaxation solved by PDLP from ``choice`` (a feasible choice: starting there proves in 500 iterations
     what takes 1,500 from zero on 100 brokers), in chunks of ``LP_CHUNK`` iterations, proven after each, until
-    the proven bound reaches the choice's worst spread, PDLP settles (``_settled``), or ``work`` is spent."""
+    the proven bound reaches the choice's worst spread, PDLP settles (``_settled``), or ``work`` is spent.
+    ``floor``: a bound proven already (the counting bounds): PDLP also settles when its objective shows it cannot
+    prove more than that (on the fleet benchmark's 200 clusters, 119 of 178 stage relaxations prove nothing above
+    the counting bound; 86 of them see W = 0 after one chunk)."""
     prob = _brokers_only(prob)
     lp = _Relaxation(prob)
     target = int((lambda hi, lo: (hi - lo).max())(*row_extremes(prob, values(prob, *loads(prob, choice)))))
@@ -92,7 +95,7 @@ def lp_bound(prob: FailoverProblem, choice: np.ndarray, work: int = LP_WORK) -> 
         proven = lp.proven(np.asarray(res.dual_solution))
         idle = idle + 1 if proven <= best else 0
         best = max(best, proven)
-        if best >= target or idle >= 2 or _settled(res, best, prob.D) or \
+        if best >= target or idle >= 2 or _settled(res, max(best, floor), prob.D) or \
                 res.solve_log.termination_reason != solve_log_pb2.TERMINATION_REASON_ITERATION_LIMIT:
             break
         start = pdlp.PrimalAndDualSolution()
