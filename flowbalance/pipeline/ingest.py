@@ -294,7 +294,7 @@ def ingest_tables(spark: SparkSession, root: str, fmt: str, requests: dict[str, 
                 if c in known:  # a cluster only in sizes or metrics is not planned: its rows are ignored
                     bad.setdefault(c, reason)
     early_df = spark.createDataFrame([(c, "ingest", reason) for c, reason in sorted(bad.items())], rows.ERRORS)
-    drop = early_df.select("cluster")
+    drop = F.broadcast(early_df.select("cluster"))  # small: a sort-merge join would shuffle every row of the tables
 
     def keep(t: tables.RawTable | None) -> DataFrame | None:
         return tables.typed(t).join(drop, "cluster", "left_anti") if t is not None else None
