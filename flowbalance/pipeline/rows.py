@@ -83,6 +83,70 @@ def rows_state(brokers: pd.DataFrame, replicas: pd.DataFrame, sizes: pd.DataFram
         raise ValueError("no brokers")
     if len(replicas) == 0:
         raise ValueError("no replicas")
+    table = broker_table(brokers)
+    rep = replicas.sort_values(["topic", "partition", "position"], kind="stable")
+    key = rep[["topic", "partition"]]
+    first = ~key.duplicated()
+    part_id = np.cumsum(first.to_numpy()) - 1
+    n = int(first.sum())
+    pos = rep["position"].to_numpy(dtype=np.int64)
+    # positions must be 0..k-1 within each partition
+    start = np.flatnonzero(first.to_numpy())
+    expected = np.arange(len(rep)) - np.repeat(start, np.diff(np.append(start, len(rep))))
+    if not np.array_equal(pos, expected):
+        bad = int(np.flatnonzero(pos != expected)[0])
+        raise ValueError(f"replica positions of {rep['topic'].iloc[bad]}-{int(rep['partition'].iloc[bad])} "
+                         "are not 0, 1, 2, ...")
+    width = int(expected.max()) + 1
+    mat = np.full((n, width), PAD, dtype=np.int64)
+    mat[part_id, expected] = rep["broker"].to_numpy(dtype=np.int64)
+    topics = rep["topic"][first].astype(str).to_numpy()
+    parts = rep["partition"][first].to_numpy(dtype=np.int64)
+    _check_replicas(table, topics, parts, mat)
+    size = np.full(n, -1, dtype=np.int64)
+    if sizes is not None and len(sizes):
+        idx = pd.MultiIndex.from_arrays([topics, parts])
+        s = sizes.groupby(["topic", "partition"])["bytes"].max()
+        got = s.reindex(idx)
+        ok = got.notna().to_numpy()
+        size[ok] = got.to_numpy()[ok].astype(np.int64)
+    state = ClusterState.build(table, topics.tolist(), parts, mat, size, had_log_dirs=had_log_dirs)
+    return _with_dirs(state, dirs)
+
+
+def parts_state(brokers: pd.DataFrame, topics: np.ndarray, partitions: np.ndarray, offsets: np.ndarray,
+                members: np.ndarray, size: np.ndarray, *, had_log_dirs: bool = False,
+                dirs: pd.DataFrame | None = None) -> ClusterState:
+    """``rows_state`` from one row per partition (the fleet's planning input): partition i is ``topics[i]`` /
+    ``partitions[i]``, its brokers in position order ``members[offsets[i]:offsets[i + 1]]``, its size ``size[i]``
+    (-1 unknown). Each (topic, partition) once. The same state as ``rows_state`` on the same replicas, for the
+    same checks (ValueError)."""
+    table = broker_table(brokers)
+    n = len(partitions)
+    if n == 0:
+        raise ValueError("no replicas")
+    offsets = np.asarray(offsets, dtype=np.int64)
+    count = np.diff(offsets)
+    if int(count.min()) < 1:
+        raise ValueError(f"partition {topics[int(np.argmin(count))]}-{int(partitions[int(np.argmin(count))])} "
+                         "has no replica")
+    width = int(count.max())
+    row = np.repeat(np.arange(n), count)
+    col = np.arange(len(row)) + offsets[0] - np.repeat(offsets[:-1], count)
+    mat = np.full((n, width), PAD, dtype=np.int64)
+    mat[row, col] = np.asarray(members, dtype=np.int64)[offsets[0]:offsets[-1]]
+    topics = np.asarray(topics, dtype=object).astype(str)
+    parts = np.asarray(partitions, dtype=np.int64)
+    _check_replicas(table, topics, parts, mat)
+    state = ClusterState.build(table, topics.tolist(), parts, mat, np.asarray(size, dtype=np.int64),
+                               had_log_dirs=had_log_dirs)
+    return _with_dirs(state, dirs)
+
+
+def broker_table(brokers: pd.DataFrame) -> Brokers:
+    """The broker rows of one cluster as a ``Brokers`` table (ValueError with a readable reason on bad rows)."""
+    if len(brokers) == 0:
+        raise ValueError("no brokers")
     ids = brokers["broker"].to_numpy(dtype=np.int64)
     if len(np.unique(ids)) != len(ids):
         raise ValueError("a broker is listed twice")
@@ -102,46 +166,23 @@ def rows_state(brokers: pd.DataFrame, replicas: pd.DataFrame, sizes: pd.DataFram
         bad = ~brokers["state"].fillna("live").astype(str).isin(["live", "removed"])
         if bad.any():
             raise ValueError(f"broker state must be live or removed (got {brokers['state'][bad].iloc[0]!r})")
-    table = Brokers.build(ids, racks, weight, caps, removed)
+    return Brokers.build(ids, racks, weight, caps, removed)
 
-    rep = replicas.sort_values(["topic", "partition", "position"], kind="stable")
-    key = rep[["topic", "partition"]]
-    first = ~key.duplicated()
-    part_id = np.cumsum(first.to_numpy()) - 1
-    n = int(first.sum())
-    pos = rep["position"].to_numpy(dtype=np.int64)
-    # positions must be 0..k-1 within each partition
-    start = np.flatnonzero(first.to_numpy())
-    expected = np.arange(len(rep)) - np.repeat(start, np.diff(np.append(start, len(rep))))
-    if not np.array_equal(pos, expected):
-        bad = int(np.flatnonzero(pos != expected)[0])
-        raise ValueError(f"replica positions of {rep['topic'].iloc[bad]}-{int(rep['partition'].iloc[bad])} "
-                         "are not 0, 1, 2, ...")
-    width = int(expected.max()) + 1
-    mat = np.full((n, width), PAD, dtype=np.int64)
-    mat[part_id, expected] = rep["broker"].to_numpy(dtype=np.int64)
+
+def _check_replicas(table: Brokers, topics: np.ndarray, parts: np.ndarray, mat: np.ndarray) -> None:
+    """No broker twice in a partition, every broker in the broker table, no negative partition number (the
+    partitions' rows of ``mat``, PAD-padded)."""
+    n, width = mat.shape
     srt = np.sort(np.where(mat == PAD, np.iinfo(np.int64).max, mat), axis=1)
     dup = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != np.iinfo(np.int64).max) if width > 1 else np.zeros((n, 0), bool)
     if dup.any():
         i = int(np.flatnonzero(dup.any(axis=1))[0])
-        raise ValueError(f"partition {rep['topic'][first].iloc[i]}-{int(rep['partition'][first].iloc[i])} "
-                         "lists a broker twice")
-    unknown = ~np.isin(mat[mat != PAD], ids)
+        raise ValueError(f"partition {topics[i]}-{int(parts[i])} lists a broker twice")
+    unknown = ~np.isin(mat[mat != PAD], table.ids)
     if unknown.any():
         raise ValueError(f"replica on broker {int(mat[mat != PAD][unknown][0])}, which is not in the broker table")
-    topics = rep["topic"][first].astype(str).to_numpy()
-    parts = rep["partition"][first].to_numpy(dtype=np.int64)
     if (parts < 0).any():
         raise ValueError("a partition number is negative")
-    size = np.full(n, -1, dtype=np.int64)
-    if sizes is not None and len(sizes):
-        idx = pd.MultiIndex.from_arrays([topics, parts])
-        s = sizes.groupby(["topic", "partition"])["bytes"].max()
-        got = s.reindex(idx)
-        ok = got.notna().to_numpy()
-        size[ok] = got.to_numpy()[ok].astype(np.int64)
-    state = ClusterState.build(table, topics.tolist(), parts, mat, size, had_log_dirs=had_log_dirs)
-    return _with_dirs(state, dirs)
 
 
 def _with_dirs(state: ClusterState, dirs: pd.DataFrame | None) -> ClusterState:
