@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from . import rows
-from .ingest import HELD_KEY, LONG, LONG_COLUMNS, Tables, as_long
+from .ingest import HELD_KEY, LONG, Tables
 
 PLANNED = ("cluster string, ok boolean, reason string, strategy string, plan_json string, rollback_json string, "
            "election_json string, meta_json string, empty boolean, moves long, min_moves long, lower_bound long, bound_for string, "
@@ -30,24 +30,32 @@ PLANNED_COLUMNS = [c.strip().split(" ")[0] for c in PLANNED.split(",")]
 
 def plan_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
     """One cluster's rows (long schema) → one row of PLANNED."""
+    cluster = str(pdf["cluster"].iloc[0])
+    meta = pdf[pdf.kind == "clusters"]
+    had_dirs = bool(meta["had_log_dirs"].iloc[0]) if len(meta) else False
+    request = meta["request"].iloc[0] if len(meta) else None
+    return _planned(cluster, request, lambda: rows.rows_state(
+        pdf[pdf.kind == "brokers"], pdf[pdf.kind == "replicas"], pdf[pdf.kind == "sizes"], had_log_dirs=had_dirs,
+        dirs=pdf[pdf.kind == "dirs"]))
+
+
+def _planned(cluster: str, request_json: str | None, build_state) -> pd.DataFrame:
+    """One row of PLANNED: the cluster's request (JSON text, as ingest stored it) planned on the state
+    ``build_state()`` makes (whose ValueError is the cluster's reason, as a bad request's is)."""
     from ..certificate import certificate_fields
     from ..errors import InputError, PlanningError, RequestError
     from ..planmeta import rows_sha256, sidecar_text
     from ..planner import plan, plan_files
     from ..request import PlanRequest
 
-    cluster = str(pdf["cluster"].iloc[0])
     out = {c: None for c in PLANNED_COLUMNS}
     out["cluster"] = cluster
-    meta = pdf[pdf.kind == "clusters"]
-    had_dirs = bool(meta["had_log_dirs"].iloc[0]) if len(meta) else False
-    req = json.loads(meta["request"].iloc[0]) if len(meta) and meta["request"].iloc[0] else {}
+    req = json.loads(request_json) if request_json else {}
     t0 = time.perf_counter()
     try:
         held = req.pop(HELD_KEY, None)
         request = PlanRequest.from_json(req, f"fleet.json: clusters.{cluster}")
-        state = rows.rows_state(pdf[pdf.kind == "brokers"], pdf[pdf.kind == "replicas"], pdf[pdf.kind == "sizes"],
-                                had_log_dirs=had_dirs, dirs=pdf[pdf.kind == "dirs"])
+        state = build_state()
         pinned = _held_rows(state, held["partitions"]) if held is not None else None
         p = plan(state, request, pinned=pinned, notes=held["notes"] if held is not None else ())
         placed = _placed(state, req.get("place"), request, cluster)
@@ -105,10 +113,21 @@ def _held_rows(state, partitions: list) -> "np.ndarray":
     return mask
 
 
-def plan_fleet(tables: Tables, clusters: DataFrame | None = None, counter=None,
+# what a planning task reads, one row per broker, partition, cluster (its request) or JBOD replica (``kind``):
+# a partition's replicas come as one array, in position order
+PLAN_INPUT = ("kind string, cluster string, topic string, partition int, replicas array<int>, broker int, "
+              "rack string, weight double, capacity_bytes long, state string, bytes long, had_log_dirs boolean, "
+              "request string, log_dir string")
+PLAN_INPUT_COLUMNS = [c.strip().split(" ")[0] for c in PLAN_INPUT.split(",")]
+
+
+def plan_fleet(tables: Tables, parts: DataFrame, clusters: DataFrame | None = None, counter=None,
                work: dict[str, float] | None = None) -> DataFrame:
     """PLANNED rows for the clusters in ``clusters`` (a DataFrame with a ``cluster`` column; all when None).
-    ``counter`` (a Spark accumulator, optional) counts the clusters planned, for progress.
+    ``parts``: one row per partition (``cluster, topic, partition``, ``reps`` its replicas in position order as
+    structs with a ``broker`` field, ``size`` or null): the health stage's (``health.health_and_parts``), so that
+    a task gets each partition once, not a row per replica and one per size. ``counter`` (a Spark accumulator,
+    optional) counts the clusters planned, for progress.
 
     ``work`` estimates each cluster's planning time (``planning_work``; missing: 0). The clusters, the most work
     first, go into tasks of decreasing size (``guided_tasks``), task i into shuffle partition i, and Spark starts
@@ -132,36 +151,86 @@ def plan_fleet(tables: Tables, clusters: DataFrame | None = None, counter=None,
     plan_rows = spark.createDataFrame([(c, i, slots[task_of[i]]) for i, c in enumerate(ranked)],
                                       "cluster string, _rank int, _slot int")
     keep = F.broadcast(plan_rows)
-    long = (as_long(tables.brokers.join(keep.select("cluster"), "cluster", "left_semi"), "brokers")
-            .unionByName(as_long(tables.replicas.join(keep.select("cluster"), "cluster", "left_semi"), "replicas"))
-            .unionByName(as_long(tables.sizes.join(keep.select("cluster"), "cluster", "left_semi"), "sizes"))
-            .unionByName(as_long(meta, "clusters")))
+    chosen = F.broadcast(plan_rows.select("cluster"))
+    partitions = (parts.join(chosen, "cluster", "left_semi")
+                  .select("cluster", "topic", "partition", F.col("reps.broker").alias("replicas"),
+                          F.col("size").alias("bytes")))
+    long = (_plan_input(tables.brokers.join(chosen, "cluster", "left_semi"), "brokers")
+            .unionByName(_plan_input(partitions, "parts"))
+            .unionByName(_plan_input(meta, "clusters")))
     if tables.dirs is not None:
-        long = long.unionByName(as_long(tables.dirs.join(keep.select("cluster"), "cluster", "left_semi"), "dirs"))
-    assert long.columns == LONG_COLUMNS
+        long = long.unionByName(_plan_input(tables.dirs.join(chosen, "cluster", "left_semi"), "dirs"))
     long = long.join(keep, "cluster").repartition(len(tasks), "_slot")
-
     schema = _arrow_schema(PLANNED)
 
     def run(batches):
-        # Arrow batches joined without copies, and each cluster's rows made one pandas frame as applyInPandas
-        # makes a group's (pd.concat of the batches' frames took 7 s for the benchmark's 3.4M rows)
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
-            return
-        table = pa.Table.from_batches(batches)
-        ranks = table.group_by("cluster").aggregate([("_rank", "min")]).sort_by("_rank_min")
-        for cluster in ranks.column("cluster").to_pylist():
-            rows = table.filter(pc.equal(table.column("cluster"), cluster)).select(LONG_COLUMNS)
-            out = plan_cluster(rows.to_pandas())
-            if counter is not None:
-                counter.add(1)
-            yield pa.RecordBatch.from_pandas(out, schema=schema, preserve_index=False)
+        for out in plan_batches(batches, counter):
+            yield pa_batch(out, schema)
 
     return long.mapInArrow(run, PLANNED)
+
+
+def _plan_input(df: DataFrame, kind: str) -> DataFrame:
+    """``df`` in the PLAN_INPUT schema (missing columns null, ``kind`` naming what the rows are)."""
+    types = dict(c.strip().split(" ") for c in PLAN_INPUT.split(","))
+    cols = [F.lit(kind).alias(c) if c == "kind" else
+            (F.col(c).cast(types[c]) if c in df.columns else F.lit(None).cast(types[c])).alias(c)
+            for c in PLAN_INPUT_COLUMNS]
+    return df.select(*cols)
+
+
+def pa_batch(out: pd.DataFrame, schema):
+    """A PLANNED row (pandas) as the Arrow batch ``mapInArrow`` returns."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pandas(out, schema=schema, preserve_index=False)
+
+
+def plan_batches(batches, counter=None):
+    """A planning task: its Arrow batches (PLAN_INPUT rows and ``_rank``) → a PLANNED row (pandas) per cluster,
+    in ``_rank`` order. The rows are put in ``_rank`` order once (a stable sort: each cluster's rows stay in the
+    order they came) and each cluster is a slice of them, read column by column from Arrow."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    table = table.take(pc.sort_indices(table, [("_rank", "ascending")]))
+    rank = table.column("_rank").to_numpy()
+    cut = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1], True])
+    for a, z in zip(cut[:-1].tolist(), cut[1:].tolist()):
+        yield arrow_cluster(table.slice(a, z - a))
+        if counter is not None:
+            counter.add(1)
+
+
+def arrow_cluster(table) -> pd.DataFrame:
+    """One cluster's PLAN_INPUT rows (an Arrow table) planned: one row of PLANNED."""
+    import pyarrow.compute as pc
+
+    cluster = table.column("cluster")[0].as_py()
+    kind = table.column("kind")
+
+    def of(k: str, cols: list[str]):
+        return table.filter(pc.equal(kind, k)).select(cols)
+
+    meta = of("clusters", ["had_log_dirs", "request"]).to_pylist()
+    had_dirs = bool(meta[0]["had_log_dirs"]) if meta else False
+
+    def state():
+        parts = of("parts", ["topic", "partition", "replicas", "bytes"])
+        reps = parts.column("replicas").combine_chunks()
+        dirs = of("dirs", ["topic", "partition", "broker", "log_dir", "bytes"]).to_pandas()
+        return rows.parts_state(
+            of("brokers", ["broker", "rack", "weight", "capacity_bytes", "state"]).to_pandas(),
+            parts.column("topic").to_numpy(zero_copy_only=False), parts.column("partition").to_numpy(),
+            reps.offsets.to_numpy(), reps.values.to_numpy(),
+            parts.column("bytes").fill_null(-1).to_numpy(), had_log_dirs=had_dirs, dirs=dirs)
+
+    return _planned(cluster, meta[0]["request"] if meta else None, state)
 
 
 def _arrow_schema(ddl: str):

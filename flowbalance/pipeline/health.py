@@ -223,10 +223,20 @@ def health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | None = No
     failover columns of a removed broker. Both come from the same rows per cluster (``_fleet_health``), cached
     (and computed here) so that collecting the second does not compute them again; the partitions, which three
     parts of that computation read, are cached meanwhile."""
+    clusters, per_broker, parts = health_and_parts(brokers, replicas, sizes)
+    parts.unpersist()
+    return clusters, per_broker
+
+
+def health_and_parts(brokers: DataFrame, replicas: DataFrame,
+                     sizes: DataFrame | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """``health``, and the partitions it measured, still cached (the caller unpersists them): one row per
+    partition (``cluster, topic, partition``), ``reps`` its replicas in position order (structs of ``position,
+    broker, rack, live``), ``size`` its largest size row (null without one). The planning stage reads its
+    clusters' partitions from them rather than from the replica rows again."""
     per_cluster, parts = _fleet_health(brokers, replicas, sizes)
     per_cluster = per_cluster.cache()
     per_cluster.count()
-    parts.unpersist()
     clusters = per_cluster.select(
         "cluster", F.col("n").alias("brokers"), F.col("live_n").alias("live_brokers"),
         F.col("P").alias("partitions"), F.col("R").alias("replicas"),
@@ -242,7 +252,8 @@ def health(brokers: DataFrame, replicas: DataFrame, sizes: DataFrame | None = No
                 _x(_clean("e.f.raw")).alias("failover_spread"),
                 F.col("e.f.fmin").alias("failover_min"), F.col("e.f.fmax").alias("failover_max")))
     return (clusters.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in _schema(HEALTH_CLUSTERS)]),
-            per_broker.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in _schema(HEALTH_BROKERS)]))
+            per_broker.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in _schema(HEALTH_BROKERS)]),
+            parts)
 
 
 def _schema(ddl: str):

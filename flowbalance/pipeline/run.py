@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from ..errors import InputError
 from .fleetplan import PLANNED_COLUMNS, needs_plan, plan_fleet, planning_work
-from .health import health
+from .health import health_and_parts
 from .ingest import Tables, ingest_dumps, ingest_tables, read_fleet_file
 from .output import guard_outputs, summary_table, write_outputs
 from .session import start
@@ -165,7 +165,10 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
         outputs["weights"] = (w.toPandas().sort_values(["cluster", "topic", "partition"], kind="stable")
                               .reset_index(drop=True))
         if sizes_from_metrics != "none":  # read by health and by planning: computed once
-            tables.sizes = as_sizes(tables.sizes, w, replace=sizes_from_metrics == "replace").cache()
+            sizes = as_sizes(tables.sizes, w, replace=sizes_from_metrics == "replace")
+            # spread as ingest spreads the replicas, so that health joins the two without a shuffle
+            tables.sizes = sizes.repartition(int(spark.conf.get("spark.sql.shuffle.partitions")), "cluster",
+                                             "topic").cache()
             tables.cached.append(tables.sizes)
         report("weights", len(names), len(names))
         seconds["weights"] = time.perf_counter() - t
@@ -174,9 +177,9 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
 
     t = time.perf_counter()
     report("health", 0, len(names))
-    hc, hb = health(tables.brokers, tables.replicas, tables.sizes)
+    hc, hb, parts = health_and_parts(tables.brokers, tables.replicas, tables.sizes)
     hc = hc.cache()
-    tables.cached.append(hc)
+    tables.cached += [hc, parts]  # the partitions, measured here, are planned from too
     outputs["health_clusters"] = hc.orderBy("cluster").toPandas()
     outputs["health_brokers"] = hb.orderBy("cluster", "broker").toPandas()
     report("health", len(names), len(names))
@@ -188,7 +191,7 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     if todo:
         chosen = spark.createDataFrame([(c,) for c in todo], "cluster string")
         with _counting(spark, lambda n: report("plan", min(n, len(todo)), len(todo))) as acc:
-            planned = plan_fleet(tables, chosen, counter=acc,
+            planned = plan_fleet(tables, parts, chosen, counter=acc,
                                  work=planning_work(outputs["health_clusters"], todo)).toPandas()
         planned = planned.sort_values("cluster", kind="stable").reset_index(drop=True)
     else:

@@ -32,6 +32,9 @@ def start(master: str | None = None, *, app: str = "flowbalance-fleet", shuffle_
     b = (SparkSession.builder.appName(app)
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+         # the fleet's row tables are spread by (cluster, topic) (``ingest``): a join on (cluster, topic,
+         # partition) of two such tables then needs no shuffle of either
+         .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
          .config("spark.sql.execution.arrow.pyspark.enabled", "true")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
