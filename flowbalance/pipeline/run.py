@@ -156,11 +156,13 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     seconds["ingest"] = time.perf_counter() - t
 
     outputs: dict[str, pd.DataFrame] = {}
+    read_by_health_only = [tables.replicas, tables.sizes]  # planning reads health's partitions instead
     if tables.metrics is not None:
         t = time.perf_counter()
         report("weights", 0, len(names))
         w = partition_weights(tables.metrics, column=metric, quantile=quantile, window_days=window_days).cache()
         tables.cached.append(w)
+        read_by_health_only.append(w)
         # sorted here rather than by Spark (a sampling job and a range shuffle for rows collected anyway)
         outputs["weights"] = (w.toPandas().sort_values(["cluster", "topic", "partition"], kind="stable")
                               .reset_index(drop=True))
@@ -170,6 +172,7 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
             tables.sizes = sizes.repartition(int(spark.conf.get("spark.sql.shuffle.partitions")), "cluster",
                                              "topic").cache()
             tables.cached.append(tables.sizes)
+            read_by_health_only.append(tables.sizes)
         report("weights", len(names), len(names))
         seconds["weights"] = time.perf_counter() - t
     elif sizes_from_metrics != "none":
@@ -182,6 +185,8 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     tables.cached += [hc, parts]  # the partitions, measured here, are planned from too
     outputs["health_clusters"] = hc.orderBy("cluster").toPandas()
     outputs["health_brokers"] = hb.orderBy("cluster", "broker").toPandas()
+    for df in (d for d in read_by_health_only if d is not None):  # no-op for rows not cached themselves (a dump snapshot's)
+        df.unpersist()
     report("health", len(names), len(names))
     seconds["health"] = time.perf_counter() - t
 
