@@ -1,7 +1,9 @@
 """Stage 4: plan every cluster that needs it, clusters in parallel (``mapInArrow`` over tasks of decreasing size,
 the largest clusters first).
 
-Each task rebuilds the cluster's state from its rows (``rows.rows_state``), calls the library planner with the
+Each task rebuilds the cluster's state from its partitions, as the health stage gathered them (one row per
+partition, its replicas as an array: ``rows.parts_state``; ``plan_cluster`` does the same from a cluster's rows in
+the long schema, ``rows.rows_state``, for callers that hold those), calls the library planner with the
 cluster's request, and returns the three files ``flowbalance plan`` writes (plan, rollback, election) as text,
 byte for byte, the plan's sidecar (``plan.meta.json``: the assignment planned from and the request, so
 ``flowbalance status`` / ``plan --resume`` can track it), plus the figures of the fleet summary. A cluster that cannot be planned gets a reason instead.
