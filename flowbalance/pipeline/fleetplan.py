@@ -120,7 +120,8 @@ def _held_rows(state, partitions: list) -> "np.ndarray":
 PLAN_INPUT = ("kind string, cluster string, topic string, partition int, replicas array<int>, broker int, "
               "rack string, weight double, capacity_bytes long, state string, bytes long, had_log_dirs boolean, "
               "request string, log_dir string")
-PLAN_INPUT_COLUMNS = [c.strip().split(" ")[0] for c in PLAN_INPUT.split(",")]
+PLAN_INPUT_TYPES = dict(c.strip().split(" ") for c in PLAN_INPUT.split(","))
+PLAN_INPUT_COLUMNS = list(PLAN_INPUT_TYPES)
 
 
 def plan_fleet(tables: Tables, parts: DataFrame, clusters: DataFrame | None = None, counter=None,
@@ -157,27 +158,25 @@ def plan_fleet(tables: Tables, parts: DataFrame, clusters: DataFrame | None = No
     partitions = (parts.join(chosen, "cluster", "left_semi")
                   .select("cluster", "topic", "partition", F.col("reps.broker").alias("replicas"),
                           F.col("size").alias("bytes")))
-    long = (_plan_input(tables.brokers.join(chosen, "cluster", "left_semi"), "brokers")
-            .unionByName(_plan_input(partitions, "parts"))
-            .unionByName(_plan_input(meta, "clusters")))
+    inputs = (_plan_input(tables.brokers.join(chosen, "cluster", "left_semi"), "brokers")
+              .unionByName(_plan_input(partitions, "parts"))
+              .unionByName(_plan_input(meta, "clusters")))
     if tables.dirs is not None:
-        long = long.unionByName(_plan_input(tables.dirs.join(chosen, "cluster", "left_semi"), "dirs"))
-    long = long.join(keep, "cluster").repartition(len(tasks), "_slot")
+        inputs = inputs.unionByName(_plan_input(tables.dirs.join(chosen, "cluster", "left_semi"), "dirs"))
+    inputs = inputs.join(keep, "cluster").repartition(len(tasks), "_slot")
     schema = _arrow_schema(PLANNED)
 
     def run(batches):
         for out in plan_batches(batches, counter):
             yield pa_batch(out, schema)
 
-    return long.mapInArrow(run, PLANNED)
+    return inputs.mapInArrow(run, PLANNED)
 
 
 def _plan_input(df: DataFrame, kind: str) -> DataFrame:
     """``df`` in the PLAN_INPUT schema (missing columns null, ``kind`` naming what the rows are)."""
-    types = dict(c.strip().split(" ") for c in PLAN_INPUT.split(","))
     cols = [F.lit(kind).alias(c) if c == "kind" else
-            (F.col(c).cast(types[c]) if c in df.columns else F.lit(None).cast(types[c])).alias(c)
-            for c in PLAN_INPUT_COLUMNS]
+            (F.col(c) if c in df.columns else F.lit(None)).cast(t).alias(c) for c, t in PLAN_INPUT_TYPES.items()]
     return df.select(*cols)
 
 

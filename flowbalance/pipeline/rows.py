@@ -79,11 +79,9 @@ def dir_rows(cluster: str, state: ClusterState) -> pd.DataFrame:
 def rows_state(brokers: pd.DataFrame, replicas: pd.DataFrame, sizes: pd.DataFrame | None = None,
                *, had_log_dirs: bool = False, dirs: pd.DataFrame | None = None) -> ClusterState:
     """One cluster's state from its rows (any row order). Raises ValueError with a readable reason on bad rows."""
-    if len(brokers) == 0:
-        raise ValueError("no brokers")
+    table = broker_table(brokers)
     if len(replicas) == 0:
         raise ValueError("no replicas")
-    table = broker_table(brokers)
     rep = replicas.sort_values(["topic", "partition", "position"], kind="stable")
     key = rep[["topic", "partition"]]
     first = ~key.duplicated()

@@ -185,8 +185,8 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     tables.cached += [hc, parts]  # the partitions, measured here, are planned from too
     outputs["health_clusters"] = hc.orderBy("cluster").toPandas()
     outputs["health_brokers"] = hb.orderBy("cluster", "broker").toPandas()
-    for df in (d for d in read_by_health_only if d is not None):  # no-op for rows not cached themselves (a dump snapshot's)
-        df.unpersist()
+    for df in (d for d in read_by_health_only if d is not None):
+        df.unpersist()  # a no-op for rows not cached themselves (a dump snapshot's)
     report("health", len(names), len(names))
     seconds["health"] = time.perf_counter() - t
 
