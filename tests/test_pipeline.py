@@ -366,13 +366,16 @@ def test_a_driver_started_here_runs_the_throughput_collector(tmp_path):
             "conf = json.loads(sys.argv[1])\n"
             "s = start('local[1]', conf={'spark.ui.enabled': 'false', **conf})\n"
             "beans = s.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()\n"
-            "print(sorted(b.getName() for b in beans)); s.stop()\n")
+            "jvm = s.sparkContext._jvm\n"
+            "bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(\n"
+            "    jvm.java.lang.Class.forName('com.sun.management.HotSpotDiagnosticMXBean'))\n"
+            "print(sorted(b.getName() for b in beans), bean.getVMOption('GCTimeRatio').getValue()); s.stop()\n")
     runs = {}
     for name, conf in (("default", {}), ("own", {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"})):
         run = subprocess.run([sys.executable, "-c", code, json.dumps(conf)], capture_output=True, text=True,
                              timeout=240, cwd=tmp_path, env=fast_jvm_env(dict(os.environ)))
         assert run.returncode == 0, run.stderr
         runs[name] = run
-    assert runs["default"].stdout.strip() == "['PS MarkSweep', 'PS Scavenge']"
+    assert runs["default"].stdout.strip() == "['PS MarkSweep', 'PS Scavenge'] 9"  # and its time ratio
     assert not re.search(r"\bWARN\b|log4j", runs["default"].stderr)  # the JVM's own "WARNING: ..." may show
-    assert runs["own"].stdout.strip() == "['Copy', 'MarkSweepCompact']"  # the caller's options win
+    assert runs["own"].stdout.strip() == "['Copy', 'MarkSweepCompact'] 99"  # the caller's options win
