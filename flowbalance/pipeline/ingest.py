@@ -47,10 +47,17 @@ class Tables:
     metrics: DataFrame | None = None
     dirs: DataFrame | None = None  # each replica's log directory (JBOD clusters of a dump snapshot), or None
     cached: list[DataFrame] = field(default_factory=list)  # cached here: unpersist when done (``release``)
+    # of those, the ones only the replica and size rows come from (planning reads the health stage's partitions)
+    rows_only: list[DataFrame] = field(default_factory=list)
 
     def release(self) -> None:
         """Drop the cached rows (after the last stage)."""
         for df in self.cached:
+            df.unpersist()
+
+    def release_rows(self) -> None:
+        """Drop the cached replica and size rows (once the health stage has gathered them into partitions)."""
+        for df in self.rows_only:
             df.unpersist()
 
 
@@ -334,7 +341,7 @@ def ingest_tables(spark: SparkSession, root: str, fmt: str, requests: dict[str, 
                   replicas=replicas.join(gone, "cluster", "left_anti"),
                   sizes=sizes.join(gone, "cluster", "left_anti"), clusters=clusters, errors=errors,
                   metrics=metrics.join(gone, "cluster", "left_anti") if metrics is not None else None,
-                  cached=[replicas, sizes, brokers])
+                  cached=[replicas, sizes, brokers], rows_only=[replicas, sizes])
 
 
 def _mark_removals(spark: SparkSession, brokers: DataFrame, requests: dict[str, dict]) -> DataFrame:

@@ -156,7 +156,7 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     seconds["ingest"] = time.perf_counter() - t
 
     outputs: dict[str, pd.DataFrame] = {}
-    read_by_health_only = [tables.replicas, tables.sizes]  # planning reads health's partitions instead
+    read_by_health_only: list = []  # cached here, and read by nothing after the health stage
     if tables.metrics is not None:
         t = time.perf_counter()
         report("weights", 0, len(names))
@@ -185,8 +185,9 @@ def run_fleet(snapshot: str, out: str, *, master: str | None = None, input_forma
     tables.cached += [hc, parts]  # the partitions, measured here, are planned from too
     outputs["health_clusters"] = hc.orderBy("cluster").toPandas()
     outputs["health_brokers"] = hb.orderBy("cluster", "broker").toPandas()
-    for df in (d for d in read_by_health_only if d is not None):
-        df.unpersist()  # a no-op for rows not cached themselves (a dump snapshot's)
+    tables.release_rows()  # planning reads health's partitions instead
+    for df in read_by_health_only:
+        df.unpersist()
     report("health", len(names), len(names))
     seconds["health"] = time.perf_counter() - t
 
