@@ -1,13 +1,14 @@
 """Run the benchmarks and print a table: wall time and peak memory per step, moves vs M*.
 
-    python -m benchmarks [load|scale|scenarios|strategies|bytes|fleet|all] [--out DIR] [--only CASE] [--quick]
+    python -m benchmarks [load|scale|scenarios|strategies|bytes|fleet|fleet-planner|all] [--out DIR] [--only CASE]
 
 ``load``: generate a 1,000,000-replica cluster (1,000 brokers, RF 3) with ``flowbalance generate``, then time
 reading it (stdlib json vs orjson) and computing every metric. ``scale``: the planner on seven clusters up to
 1,000,000 replicas, each in its own process (see ``benchmarks/scale.py``). ``scenarios``: the planner on the cases of issue 3. ``strategies``: flow vs template on 6 to 48 brokers
 (see ``benchmarks/strategies.py``). ``bytes``: the five bytes / disk-balance modes on clusters with heavy-tailed
 partition sizes (``benchmarks/bytes.py``; ``--quick`` runs only the smallest cluster). ``fleet``: the Spark pipeline on 200 clusters, 2M replicas and 10M metric rows
-(``benchmarks/fleet.py``).
+(``benchmarks/fleet.py``). ``fleet-planner``: the planner alone on the same 200 clusters, in-process, with the totals an
+A/B comparison of the failover stage reads (``benchmarks/fleet_planner.py``; ``--json FILE`` per cluster; not in ``all``).
 """
 from __future__ import annotations
 
@@ -142,7 +143,7 @@ def bench_scenarios() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks")
-    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "strategies", "bytes", "fleet", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "strategies", "bytes", "fleet", "fleet-planner", "all"])
     from .scale import CASES
 
     ap.add_argument("--only", default=None, choices=sorted(CASES), help="with scale: run one case")
@@ -151,6 +152,7 @@ def main() -> None:
     ap.add_argument("--series", action="store_true", help="with scale: the scaling series 100k..3M instead")
     ap.add_argument("--quick", action="store_true", default=bool(os.environ.get("FLOWBALANCE_BENCH_QUICK")),
                     help="with bytes: only the smallest cluster (a smoke test; or FLOWBALANCE_BENCH_QUICK=1)")
+    ap.add_argument("--json", default=None, help="with fleet-planner: write one record per cluster to this file")
     ap.add_argument("--out", default=os.environ.get("FLOWBALANCE_BENCH_DIR", str(Path(tempfile.gettempdir()) / "flowbalance-bench")))
     args = ap.parse_args()
     out = Path(args.out)
@@ -184,6 +186,10 @@ def main() -> None:
         from .fleet import bench_fleet
 
         bench_fleet(out)
+    if args.what == "fleet-planner":
+        from .fleet_planner import bench_fleet_planner
+
+        bench_fleet_planner(out, args.json)
 
 
 if __name__ == "__main__":
