@@ -155,6 +155,11 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="with fleet-planner: write one record per cluster to this file")
     ap.add_argument("--out", default=os.environ.get("FLOWBALANCE_BENCH_DIR", str(Path(tempfile.gettempdir()) / "flowbalance-bench")))
     args = ap.parse_args()
+    if args.json is not None:
+        if args.what != "fleet-planner":
+            ap.error("--json: only with fleet-planner")
+        if not Path(args.json).resolve().parent.is_dir():
+            ap.error(f"--json: the folder does not exist ({Path(args.json).resolve().parent})")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from .machine import describe

@@ -2,8 +2,8 @@
 
 ``benchmarks/fleet.py`` times the whole Spark job; most of its plan stage is the planner, and the planner's share
 moves with every change to the failover stage, in time and in quality both. This runs the planner in-process on
-the same clusters (the snapshot ``fleet.build`` writes; each cluster's state built by ``pipeline.rows.rows_state``,
-as the fleet's plan tasks build it), without Spark, the clusters split into two halves planned by two processes at
+the same clusters (the snapshot ``fleet.build`` writes; each cluster's state built from its rows by
+``pipeline.rows.rows_state``, which tests hold equal to the plan tasks' ``rows.parts_state``), without Spark, the clusters split into two halves planned by two processes at
 once (the two cores), and prints what an A/B comparison needs: CPU seconds, and the totals of what the failover
 stage and the certificate decide (worst single-broker failover spreads, brokers at them, certificate bounds,
 clusters at their bound, leader changes, moves), by the method that found each cluster's failover order.
