@@ -1,6 +1,6 @@
 """Run the benchmarks and print a table: wall time and peak memory per step, moves vs M*.
 
-    python -m benchmarks [load|scale|scenarios|strategies|bytes|fleet|fleet-planner|all] [--out DIR] [--only CASE]
+    python -m benchmarks [load|scale|scenarios|strategies|bytes|fleet|fleet-planner|fleet-floor|all] [--out DIR]
 
 ``load``: generate a 1,000,000-replica cluster (1,000 brokers, RF 3) with ``flowbalance generate``, then time
 reading it (stdlib json vs orjson) and computing every metric. ``scale``: the planner on seven clusters up to
@@ -9,6 +9,9 @@ reading it (stdlib json vs orjson) and computing every metric. ``scale``: the pl
 partition sizes (``benchmarks/bytes.py``; ``--quick`` runs only the smallest cluster). ``fleet``: the Spark pipeline on 200 clusters, 2M replicas and 10M metric rows
 (``benchmarks/fleet.py``). ``fleet-planner``: the planner alone on the same 200 clusters, in-process, with the totals an
 A/B comparison of the failover stage reads (``benchmarks/fleet_planner.py``; ``--json FILE`` per cluster; not in ``all``).
+``fleet-floor``: what the fleet benchmark cannot do without (a fresh Spark JVM reading the tables and the weights,
+and the planner), its CPU seconds over the cores against the 60 s target (``benchmarks/fleet_floor.py``; not in
+``all``).
 """
 from __future__ import annotations
 
@@ -143,7 +146,7 @@ def bench_scenarios() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks")
-    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "strategies", "bytes", "fleet", "fleet-planner", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["load", "scale", "scenarios", "strategies", "bytes", "fleet", "fleet-planner", "fleet-floor", "all"])
     from .scale import CASES
 
     ap.add_argument("--only", default=None, choices=sorted(CASES), help="with scale: run one case")
@@ -195,6 +198,10 @@ def main() -> None:
         from .fleet_planner import bench_fleet_planner
 
         bench_fleet_planner(out, args.json)
+    if args.what == "fleet-floor":
+        from .fleet_floor import bench_fleet_floor
+
+        bench_fleet_floor(out)
 
 
 if __name__ == "__main__":

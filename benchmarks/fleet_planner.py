@@ -76,11 +76,9 @@ def totals(records: dict[str, dict]) -> dict:
                         for k, v in sorted(methods.items(), key=lambda kv: -kv[1][1])}}
 
 
-def bench_fleet_planner(root: Path, json_out: str | None = None) -> None:
-    from .fleet import CLUSTERS, build
-
-    snap = build(root)
-    cut = [CLUSTERS * i // HALVES for i in range(HALVES + 1)]
+def plan_halves(snap: Path, clusters: int) -> tuple[dict[str, dict], float]:
+    """The records of every cluster, planned by ``HALVES`` processes at once, and the wall seconds they took."""
+    cut = [clusters * i // HALVES for i in range(HALVES + 1)]
     t = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-m", "benchmarks.fleet_planner", str(snap), str(a), str(b)],
                               stdout=subprocess.PIPE, text=True) for a, b in zip(cut, cut[1:])]
@@ -90,7 +88,13 @@ def bench_fleet_planner(root: Path, json_out: str | None = None) -> None:
         if proc.returncode != 0:
             raise SystemExit(f"fleet-planner: a half failed ({proc.returncode})")
         records.update(json.loads(stdout))
-    wall = time.perf_counter() - t
+    return records, time.perf_counter() - t
+
+
+def bench_fleet_planner(root: Path, json_out: str | None = None) -> None:
+    from .fleet import CLUSTERS, build
+
+    records, wall = plan_halves(build(root), CLUSTERS)
     s = totals(records)
     print(f"planner over {s['clusters']} fleet clusters, {HALVES} processes: {wall:.1f} s wall, {s['cpu']:.1f} s CPU")
     print(f"failover: worst spreads {s['spread']:g}, brokers at them {s['at_worst']:,}, certificate bounds "
