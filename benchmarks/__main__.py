@@ -1,6 +1,7 @@
 """Run the benchmarks and print a table: wall time and peak memory per step, moves vs M*.
 
     python -m benchmarks [load|scale|scenarios|strategies|bytes|fleet|fleet-planner|fleet-floor|all] [--out DIR]
+                         [--only CASE] [--modes MODES] [--series] [--quick] [--json FILE]
 
 ``load``: generate a 1,000,000-replica cluster (1,000 brokers, RF 3) with ``flowbalance generate``, then time
 reading it (stdlib json vs orjson) and computing every metric. ``scale``: the planner on seven clusters up to

@@ -27,25 +27,9 @@ TARGET_SECONDS = 60.0  # issue 17: the fleet benchmark on local[2]
 
 def tree_cpu(pid: int) -> float:
     """CPU seconds (user + system, with those of children already ended) of ``pid`` and every descendant."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(d))
-        cpu[int(d)] = sum(int(x) for x in fields[11:15]) / tick
-    total, stack = 0.0, [pid]
-    while stack:
-        p = stack.pop()
-        total += cpu.get(p, 0.0)
-        stack.extend(children.get(p, []))
-    return total
+    from .fleet import _tree_rss
+
+    return _tree_rss(pid)[1]
 
 
 def spark_steps(snap: Path, master: str) -> dict[str, list[float]]:
